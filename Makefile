@@ -1,0 +1,53 @@
+# dralab.workshop: build, lint and test entry points.
+# Expensive things (the Python venv, Go-built binaries, images) are cached
+# outside the repository under $(DRALAB_CACHE), keyed by their versions.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+DRALAB_CACHE ?= $(HOME)/.cache/dralab
+REQ_HASH := $(shell cat requirements-dev.txt | sha256sum | cut -c1-12)
+VENV ?= $(DRALAB_CACHE)/venv-$(REQ_HASH)
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+# Where `ansible-test sanity` runs: a copy of the collection in the layout it needs.
+SANITY_ROOT := $(DRALAB_CACHE)/sanity/ansible_collections/dralab/workshop
+
+.PHONY: help setup lint yamllint ansible-lint sanity test-unit test build clean
+
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(VENV)/.ok: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.ok ## Create the venv with every Python tool (cached by requirements hash).
+
+yamllint: setup ## YAML style.
+	$(BIN)/yamllint -s .
+
+ansible-lint: setup ## ansible-lint, production profile.
+	$(BIN)/ansible-lint --profile production --offline
+
+sanity: setup ## ansible-test sanity from a copy in an ansible_collections tree.
+	DRALAB_CACHE=$(DRALAB_CACHE) $(PY) tests/sanity/run_sanity.py --python-bin $(PY) --root $(SANITY_ROOT)
+
+lint: yamllint ansible-lint sanity ## Everything static: yamllint, ansible-lint, ansible-test sanity.
+
+test-unit: setup ## Unit tests: module_utils, filters, templates.
+	$(BIN)/pytest -q tests/unit
+
+build: setup ## Build the collection tarball.
+	$(BIN)/ansible-galaxy collection build --force --output-path $(DRALAB_CACHE)/dist .
+
+test: lint test-unit build ## Everything CI runs.
+
+clean: ## Remove build outputs in the repository (not the cache).
+	rm -rf tests/output .pytest_cache

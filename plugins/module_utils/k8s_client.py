@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A thin REST client for the Kubernetes API built on the official Python client.
+
+Objects come back as plain dicts exactly as the API serves them, so the
+analysis code in this collection works the same on live and recorded objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible.module_utils.basic import env_fallback
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.client.rest import ApiException
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError as exc:  # pragma: no cover - depends on the controller
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = exc
+
+    class ApiException(Exception):  # type: ignore[no-redef]
+        """Stands in for kubernetes.client.rest.ApiException when the client is missing."""
+
+
+def auth_argspec():
+    """Authentication options shared by every module of the collection (see the k8s_auth doc fragment)."""
+    return dict(
+        kubeconfig=dict(type='path', fallback=(env_fallback, ['K8S_AUTH_KUBECONFIG'])),
+        context=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_CONTEXT'])),
+        host=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_HOST'])),
+        api_key=dict(type='str', no_log=True, fallback=(env_fallback, ['K8S_AUTH_API_KEY'])),
+        validate_certs=dict(type='bool', default=True, aliases=['verify_ssl'],
+                            fallback=(env_fallback, ['K8S_AUTH_VERIFY_SSL'])),
+        ca_cert=dict(type='path', aliases=['ssl_ca_cert'], fallback=(env_fallback, ['K8S_AUTH_SSL_CA_CERT'])),
+    )
+
+
+class K8sError(Exception):
+    """An API or configuration error with a message that says what to do."""
+
+    def __init__(self, message, status=None, body=None):
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class KubeClient:
+    """Minimal REST access: request() returns the decoded JSON body as a dict."""
+
+    def __init__(self, api_client):
+        self.api_client = api_client
+
+    @classmethod
+    def from_params(cls, params):
+        if not HAS_KUBERNETES:
+            raise K8sError('The Python "kubernetes" client is required on the host running this module '
+                           '(pip install "kubernetes>=24.2.0"): %s' % KUBERNETES_IMPORT_ERROR)
+        configuration = k8s_client.Configuration()
+        host = params.get('host')
+        api_key = params.get('api_key')
+        if host and api_key:
+            configuration.host = host
+            configuration.api_key = {'authorization': 'Bearer ' + api_key}
+            if params.get('ca_cert'):
+                configuration.ssl_ca_cert = params['ca_cert']
+        else:
+            kubeconfig = params.get('kubeconfig') or os.environ.get('KUBECONFIG') or os.path.expanduser('~/.kube/config')
+            kubeconfig = kubeconfig.split(os.pathsep)[0]
+            if not os.path.exists(kubeconfig):
+                raise K8sError('No kubeconfig found at %s: set the kubeconfig option (or K8S_AUTH_KUBECONFIG), '
+                               'or give host and api_key.' % kubeconfig)
+            try:
+                k8s_config.load_kube_config(config_file=kubeconfig, context=params.get('context'),
+                                            client_configuration=configuration)
+            except Exception as exc:  # the client raises several types here
+                raise K8sError('Cannot load kubeconfig %s (context %s): %s'
+                               % (kubeconfig, params.get('context') or 'current', exc))
+            if host:
+                configuration.host = host
+            if api_key:
+                configuration.api_key = {'authorization': 'Bearer ' + api_key}
+        configuration.verify_ssl = params.get('validate_certs', True)
+        return cls(k8s_client.ApiClient(configuration))
+
+    def request(self, method, path, body=None, query=None):
+        """Call the API; return the JSON body as a dict (None for an empty body)."""
+        try:
+            response = self.api_client.call_api(
+                path, method, query_params=list((query or {}).items()), body=body,
+                header_params={'Accept': 'application/json', 'Content-Type': 'application/json'},
+                auth_settings=['BearerToken'], _preload_content=False, _return_http_data_only=True)
+        except ApiException as exc:
+            raise K8sError(_api_message(exc, method, path), status=getattr(exc, 'status', None),
+                           body=getattr(exc, 'body', None))
+        except Exception as exc:  # connection refused, TLS, DNS
+            raise K8sError('Cannot reach the Kubernetes API at %s (%s %s): %s. Check the kubeconfig/host '
+                           'and that the API server is running.' % (self.api_client.configuration.host, method, path, exc))
+        data = response.data
+        return json.loads(data) if data else None
+
+    def get(self, path, missing_ok=False):
+        try:
+            return self.request('GET', path)
+        except K8sError as exc:
+            if missing_ok and exc.status == 404:
+                return None
+            raise
+
+    def list_items(self, path):
+        """Every item of a list endpoint, following continue tokens."""
+        items = []
+        query = {'limit': 500}
+        while True:
+            page = self.request('GET', path, query=query) or {}
+            items.extend(page.get('items') or [])
+            token = (page.get('metadata') or {}).get('continue')
+            if not token:
+                return items
+            query = {'limit': 500, 'continue': token}
+
+
+def _api_message(exc, method, path):
+    status = getattr(exc, 'status', None)
+    message = getattr(exc, 'reason', '') or str(exc)
+    body = getattr(exc, 'body', None)
+    if body:
+        try:
+            message = json.loads(body).get('message') or message
+        except (ValueError, AttributeError):
+            pass
+    hint = ''
+    if status == 401:
+        hint = ' The credentials were refused: the token may be expired or revoked.'
+    elif status == 403:
+        hint = ' The user lacks RBAC permission for this request.'
+    elif status == 404 and 'resource.k8s.io' in path:
+        hint = ' Is resource.k8s.io/v1 served (Kubernetes >= 1.34)?'
+    return 'Kubernetes API %s %s failed (HTTP %s): %s.%s' % (method, path, status, message, hint)
