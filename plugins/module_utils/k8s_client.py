@@ -91,18 +91,31 @@ class KubeClient:
     def request(self, method, path, body=None, query=None):
         """Call the API; return the JSON body as a dict (None for an empty body)."""
         try:
-            response = self.api_client.call_api(
-                path, method, query_params=list((query or {}).items()), body=body,
-                header_params={'Accept': 'application/json', 'Content-Type': 'application/json'},
-                auth_settings=['BearerToken'], _preload_content=False, _return_http_data_only=True)
+            data = self._call(method, path, body, list((query or {}).items()))
         except ApiException as exc:
             raise K8sError(_api_message(exc, method, path), status=getattr(exc, 'status', None),
                            body=getattr(exc, 'body', None))
         except Exception as exc:  # connection refused, TLS, DNS
             raise K8sError('Cannot reach the Kubernetes API at %s (%s %s): %s. Check the kubeconfig/host '
                            'and that the API server is running.' % (self.api_client.configuration.host, method, path, exc))
-        data = response.data
         return json.loads(data) if data else None
+
+    def _call(self, method, path, body, query):
+        """Raw response bytes; raises ApiException on a non-2xx status."""
+        headers = {'Accept': 'application/json', 'Content-Type': 'application/json'}
+        if hasattr(self.api_client, 'param_serialize'):
+            # kubernetes >= 35 (new OpenAPI generator): serialize, then call.
+            serialized = self.api_client.param_serialize(method, path, query_params=query, header_params=headers,
+                                                         body=body, auth_settings=['BearerToken'])
+            response = self.api_client.call_api(*serialized)
+            data = response.read()
+            if not 200 <= response.status <= 299:
+                raise ApiException(http_resp=response)
+            return data
+        response = self.api_client.call_api(path, method, query_params=query, body=body, header_params=headers,
+                                            auth_settings=['BearerToken'], _preload_content=False,
+                                            _return_http_data_only=True)
+        return response.data
 
     def get(self, path, missing_ok=False):
         try:
