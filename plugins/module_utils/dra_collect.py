@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read every object the DRA health analysis needs, through KubeClient.
+
+collect() returns plain item lists keyed like the arguments of
+dra_model.analyze(), plus warnings for optional reads that failed.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+
+LIST_PATHS = (
+    ('device_classes', '/apis/resource.k8s.io/v1/deviceclasses'),
+    ('slices', '/apis/resource.k8s.io/v1/resourceslices'),
+    ('claims', '/apis/resource.k8s.io/v1/resourceclaims'),
+    ('pods', '/api/v1/pods'),
+    ('nodes', '/api/v1/nodes'),
+    ('namespaces', '/api/v1/namespaces'),
+)
+EVENTS_PATH = '/api/v1/events'
+EVENTS_QUERY = {'fieldSelector': 'reason=FailedScheduling'}
+PAGE_SIZE = 500
+
+
+def list_with_query(client, path, query):
+    """Every item of a list endpoint with extra query parameters, following continue tokens."""
+    items = []
+    params = dict(query, limit=PAGE_SIZE)
+    while True:
+        page = client.request('GET', path, query=params) or {}
+        items.extend(page.get('items') or [])
+        token = (page.get('metadata') or {}).get('continue')
+        if not token:
+            return items
+        params = dict(query, limit=PAGE_SIZE)
+        params['continue'] = token
+
+
+def collect(client, include_events=True):
+    """Read DeviceClasses, ResourceSlices, ResourceClaims, Pods, Nodes, Namespaces (and FailedScheduling events).
+
+    Raises K8sError when a required list cannot be read. Events are optional:
+    a failure to read them becomes a warning and an empty list.
+    """
+    data = {}
+    for key, path in LIST_PATHS:
+        data[key] = client.list_items(path)
+    data['events'] = []
+    warnings = []
+    if include_events:
+        try:
+            data['events'] = list_with_query(client, EVENTS_PATH, EVENTS_QUERY)
+        except K8sError as exc:
+            warnings.append('Could not read FailedScheduling events (%s); pending claims are explained from the '
+                            'pods\' PodScheduled conditions only. Set include_events=false to skip this read.' % exc)
+    data['warnings'] = warnings
+    return data

@@ -1,0 +1,639 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Health analysis of Dynamic Resource Allocation (DRA) objects.
+
+Pure functions over plain dicts as the API serves them (resource.k8s.io/v1
+DeviceClasses, ResourceSlices, ResourceClaims; v1 Pods, Nodes, Namespaces and
+Events). No I/O: dra_collect reads the objects, analyze() judges them, so the
+same code runs on a live cluster and on recorded fixtures.
+
+Every input is indexed once (by uid, by namespace/name, by device), so the
+analysis stays linear in the number of objects (72 seats and more).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections import defaultdict
+
+DEFAULT_DRIVER = 'gpu.example.com'
+SEAT_LABEL = 'dralab.workshop/seat'
+POD_CLAIM_NAME_ANNOTATION = 'resource.kubernetes.io/pod-claim-name'
+TERMINATED_PHASES = ('Succeeded', 'Failed')
+
+ERROR = 'error'
+WARNING = 'warning'
+
+PROBLEM_TYPES = (
+    'node_missing_slice',
+    'device_count_short',
+    'node_not_ready',
+    'pool_inconsistent',
+    'claim_reserved_for_missing_pod',
+    'claim_allocated_unused',
+    'claim_pending',
+    'device_double_allocated',
+    'claim_device_unknown',
+)
+
+_DURATION_UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 604800}
+_DURATION_RE = re.compile(r'(\d+)\s*([smhdw])')
+_UTC = datetime.timezone.utc
+
+
+# ---------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------
+
+def parse_duration(value):
+    """Seconds from an int or a string like "90", "30m", "1h", "2d", "1h30m"."""
+    if isinstance(value, bool):
+        raise ValueError('duration must be a number of seconds or a string like "30m", "1h", "2d", not %r' % (value,))
+    if isinstance(value, (int, float)):
+        seconds = int(value)
+    else:
+        text = str(value).strip().lower()
+        if text.isdigit():
+            seconds = int(text)
+        else:
+            compact = text.replace(' ', '')
+            parts = _DURATION_RE.findall(compact)
+            if not parts or ''.join(number + unit for number, unit in parts) != compact:
+                raise ValueError('cannot read duration %r: use seconds or a number with a unit s, m, h, d or w '
+                                 '(for example "30m", "1h", "2d", "1h30m")' % (value,))
+            seconds = sum(int(number) * _DURATION_UNITS[unit] for number, unit in parts)
+    if seconds < 0:
+        raise ValueError('duration %r is negative' % (value,))
+    return seconds
+
+
+def parse_time(value):
+    """An aware UTC datetime from an RFC 3339 API timestamp (None if missing or unreadable)."""
+    if not value:
+        return None
+    if isinstance(value, datetime.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=_UTC)
+    text = str(value).strip()
+    if text.endswith('Z') or text.endswith('z'):
+        text = text[:-1] + '+00:00'
+    match = re.match(r'^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?([+-]\d{2}:?\d{2})?$', text)
+    if not match:
+        return None
+    offset = match.group(3) or '+00:00'
+    try:
+        parsed = datetime.datetime.strptime(match.group(1) + offset.replace(':', ''), '%Y-%m-%dT%H:%M:%S%z')
+    except ValueError:
+        return None
+    return parsed.astimezone(_UTC)
+
+
+def format_age(seconds):
+    """Short human age as kubectl prints it: 45s, 12m, 3h5m, 12d."""
+    if seconds is None:
+        return 'unknown time'
+    seconds = max(int(seconds), 0)
+    if seconds < 120:
+        return '%ds' % seconds
+    minutes = seconds // 60
+    if minutes < 60:
+        return '%dm' % minutes
+    hours = minutes // 60
+    if hours < 48:
+        return '%dh%dm' % (hours, minutes % 60) if minutes % 60 else '%dh' % hours
+    days = hours // 24
+    return '%dd%dh' % (days, hours % 24) if days < 7 and hours % 24 else '%dd' % days
+
+
+def _meta(obj):
+    return obj.get('metadata') or {}
+
+
+def _name(obj):
+    return _meta(obj).get('name')
+
+
+def _ns(obj):
+    return _meta(obj).get('namespace')
+
+
+def _condition(obj, kind):
+    for cond in (obj.get('status') or {}).get('conditions') or []:
+        if cond.get('type') == kind:
+            return cond
+    return None
+
+
+def _plural(count, word, plural=None):
+    return '%d %s' % (count, word if count == 1 else (plural or word + 's'))
+
+
+def _join(names):
+    names = list(names)
+    if len(names) <= 1:
+        return ''.join(names)
+    return ', '.join(names[:-1]) + ' and ' + names[-1]
+
+
+def _problem(kind, severity, obj, reason, **extra):
+    problem = {'type': kind, 'severity': severity, 'object': obj, 'reason': reason}
+    problem.update(extra)
+    return problem
+
+
+def _device_label(driver, pool, device, pool_node):
+    if pool_node:
+        return 'device %s on node %s (driver %s)' % (device, pool_node, driver)
+    return 'device %s in pool %s (driver %s)' % (device, pool, driver)
+
+
+# ---------------------------------------------------------------------------
+# Indexes
+# ---------------------------------------------------------------------------
+
+class _Index:
+    """Every input indexed once."""
+
+    def __init__(self, device_classes, slices, claims, pods, nodes, namespaces, events):
+        self.claims = claims or []
+        self.slice_counts = defaultdict(int)  # (driver, node) -> slices of every generation
+        for rslice in slices or []:
+            spec = rslice.get('spec') or {}
+            if spec.get('nodeName'):
+                self.slice_counts[(spec.get('driver'), spec['nodeName'])] += 1
+        self.device_classes = set(_name(dc) for dc in device_classes or [])
+        self.nodes = dict((_name(node), node) for node in nodes or [])
+        self.namespaces = dict((_name(ns), ns) for ns in namespaces or [])
+        self.pods_by_uid = {}
+        self.pods_by_key = {}
+        self.pods_by_claim = defaultdict(list)
+        for pod in pods or []:
+            meta = _meta(pod)
+            key = (meta.get('namespace'), meta.get('name'))
+            self.pods_by_key[key] = pod
+            if meta.get('uid'):
+                self.pods_by_uid[meta['uid']] = pod
+            claim_names = set()
+            for ref in (pod.get('spec') or {}).get('resourceClaims') or []:
+                if ref.get('resourceClaimName'):
+                    claim_names.add(ref['resourceClaimName'])
+            for st in (pod.get('status') or {}).get('resourceClaimStatuses') or []:
+                if st.get('resourceClaimName'):
+                    claim_names.add(st['resourceClaimName'])
+            for claim_name in claim_names:
+                self.pods_by_claim[(key[0], claim_name)].append(pod)
+        self.events_by_uid = {}
+        self.events_by_key = {}
+        for event in events or []:
+            if event.get('reason') != 'FailedScheduling':
+                continue
+            involved = event.get('involvedObject') or event.get('regarding') or {}
+            if involved.get('kind', 'Pod') != 'Pod':
+                continue
+            stamp = _event_time(event)
+            for table, key in ((self.events_by_uid, involved.get('uid')),
+                               (self.events_by_key, (involved.get('namespace'), involved.get('name')))):
+                if not key or key == (None, None):
+                    continue
+                current = table.get(key)
+                if current is None or stamp > current[0]:
+                    table[key] = (stamp, event)
+        self.pools = _build_pools(slices or [])
+        self.devices = {}
+        for pool in self.pools.values():
+            for device_name, device in pool['devices'].items():
+                self.devices[(pool['driver'], pool['pool'], device_name)] = device
+
+    def newest_failed_scheduling(self, pod):
+        meta = _meta(pod)
+        found = self.events_by_uid.get(meta.get('uid')) or self.events_by_key.get((meta.get('namespace'), meta.get('name')))
+        return found[1] if found else None
+
+    def pool_node(self, driver, pool):
+        entry = self.pools.get((driver, pool))
+        return entry['node'] if entry else None
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
+
+
+def _event_time(event):
+    series = event.get('series') or {}
+    stamps = [parse_time(series.get('lastObservedTime')), parse_time(event.get('lastTimestamp')),
+              parse_time(event.get('eventTime')), parse_time(event.get('firstTimestamp')),
+              parse_time(_meta(event).get('creationTimestamp'))]
+    stamps = [stamp for stamp in stamps if stamp is not None]
+    return max(stamps) if stamps else _EPOCH
+
+
+def _build_pools(slices):
+    """Group ResourceSlices by (driver, pool); keep the devices of the newest generation."""
+    grouped = defaultdict(list)
+    for rslice in slices:
+        spec = rslice.get('spec') or {}
+        pool = spec.get('pool') or {}
+        grouped[(spec.get('driver'), pool.get('name'))].append(rslice)
+    pools = {}
+    for (driver, pool_name), members in grouped.items():
+        generations = sorted(set(int((m['spec'].get('pool') or {}).get('generation') or 0) for m in members))
+        newest = generations[-1]
+        current = [m for m in members if int((m['spec'].get('pool') or {}).get('generation') or 0) == newest]
+        counts = sorted(set(int((m['spec'].get('pool') or {}).get('resourceSliceCount') or 0) for m in current))
+        node = None
+        devices = {}
+        for member in current:
+            spec = member['spec']
+            node = node or spec.get('nodeName')
+            for device in spec.get('devices') or []:
+                devices[device.get('name')] = device
+        expected_count = counts[-1] if counts else 0
+        pools[(driver, pool_name)] = {
+            'driver': driver,
+            'pool': pool_name,
+            'node': node,
+            'generation': newest,
+            'generations': generations,
+            'resource_slice_count': expected_count,
+            'slice_counts': counts,
+            'slices_seen': len(current),
+            'devices': devices,
+        }
+    return pools
+
+
+# ---------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------
+
+def _node_ready(node):
+    if node is None:
+        return None
+    cond = _condition(node, 'Ready')
+    return bool(cond and cond.get('status') == 'True')
+
+
+def _selected(node, selector):
+    labels = _meta(node).get('labels') or {}
+    for key, value in (selector or {}).items():
+        if key not in labels:
+            return False
+        if value is not None and str(labels[key]) != str(value):
+            return False
+    return True
+
+
+def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problems):
+    if expected_nodes:
+        expected = list(dict.fromkeys(expected_nodes))
+    else:
+        expected = sorted(name for name, node in index.nodes.items() if _selected(node, node_selector))
+    published = defaultdict(set)
+    for pool in index.pools.values():
+        if pool['driver'] == driver and pool['node']:
+            for device_name in pool['devices']:
+                published[pool['node']].add((pool['pool'], device_name))
+    names = list(expected) + sorted(set(published) - set(expected))
+    expected_set = set(expected)
+    rows = []
+    for name in names:
+        node = index.nodes.get(name)
+        ready = _node_ready(node)
+        count = len(published.get(name, ()))
+        want = per_node if name in expected_set else 0
+        rows.append({'name': name, 'driver': driver, 'published': count, 'expected': want,
+                     'slices': index.slice_counts.get((driver, name), 0), 'ready': ready})
+        obj = 'Node %s' % name
+        if name in expected_set and node is None:
+            problems.append(_problem(
+                'node_missing_slice', ERROR, obj,
+                'node %s is expected to publish %s for driver %s, but no Node named %s exists in the cluster; '
+                'check the node list given to the health check (option nodes / lab_health_nodes) against '
+                '"kubectl get nodes", or join the node.' % (name, _plural(want, 'device'), driver, name),
+                node=name, driver=driver, published=count, expected=want))
+            continue
+        if name in expected_set and want > 0 and count == 0:
+            why = ''
+            if ready is False:
+                why = ' The node is NotReady, which is the likely cause.'
+            problems.append(_problem(
+                'node_missing_slice', ERROR, obj,
+                'node %s publishes no ResourceSlice for driver %s, so none of its %s can be allocated and pods '
+                'asking for them stay Pending.%s Check that the driver\'s kubelet plugin pod runs on %s '
+                '(kubectl get pods -A -o wide --field-selector spec.nodeName=%s) and read its logs; restarting '
+                'that pod republishes the slice.' % (name, driver, _plural(want, 'device'), why, name, name),
+                node=name, driver=driver, published=0, expected=want))
+        elif name in expected_set and 0 < count < want:
+            problems.append(_problem(
+                'device_count_short', ERROR, obj,
+                'node %s publishes %d of %d %s devices (%d short), so the lab has fewer GPUs than seats were '
+                'planned for. Check the driver\'s device count (kubeletPlugin.numDevices, dralab_devices_per_node) '
+                'and the kubelet plugin logs on %s, then restart the plugin pod there.'
+                % (name, count, want, driver, want - count, name),
+                node=name, driver=driver, published=count, expected=want))
+        if node is not None and ready is False:
+            cond = _condition(node, 'Ready') or {}
+            detail = (cond.get('message') or cond.get('reason') or 'no Ready condition reported').rstrip('.')
+            problems.append(_problem(
+                'node_not_ready', WARNING, obj,
+                'node %s is NotReady (%s); its devices stay published but pods cannot start there. Check the '
+                'kubelet on %s (systemctl status kubelet; journalctl -u kubelet).' % (name, detail, name),
+                node=name))
+    return rows, expected
+
+
+def _check_pools(index, problems):
+    rows = []
+    for key in sorted(index.pools, key=lambda k: (k[0] or '', k[1] or '')):
+        pool = index.pools[key]
+        stale = len(pool['generations']) > 1
+        incomplete = pool['slices_seen'] != pool['resource_slice_count'] or len(pool['slice_counts']) > 1
+        consistent = not (stale or incomplete)
+        rows.append({'driver': pool['driver'], 'pool': pool['pool'], 'node': pool['node'],
+                     'generation': pool['generation'], 'resource_slice_count': pool['resource_slice_count'],
+                     'slices_seen': pool['slices_seen'], 'consistent': consistent,
+                     'generations': pool['generations'], 'devices': len(pool['devices'])})
+        if consistent:
+            continue
+        where = ' on node %s' % pool['node'] if pool['node'] else ''
+        parts = []
+        if incomplete:
+            parts.append('at its newest generation %d it announces %s (resourceSliceCount %s) but %s present'
+                         % (pool['generation'], _plural(pool['resource_slice_count'], 'slice'),
+                            '/'.join(str(c) for c in pool['slice_counts']),
+                            _plural(pool['slices_seen'], 'slice is', 'slices are')))
+        if stale:
+            older = [str(g) for g in pool['generations'][:-1]]
+            parts.append('slices of older generation%s %s are still present next to generation %d'
+                         % ('s' if len(older) > 1 else '', _join(older), pool['generation']))
+        reason = ('pool %s of driver %s%s is inconsistent: %s. The scheduler only uses the newest generation '
+                  'and treats an incomplete pool as unusable, so its devices may not be allocatable. This is normal '
+                  'for a few seconds while the driver republishes; if it persists, restart the driver\'s kubelet '
+                  'plugin%s so it rewrites the pool, or delete the stale slices '
+                  '(kubectl get resourceslices --field-selector spec.driver=%s).'
+                  % (pool['pool'], pool['driver'], where, '; '.join(parts), where, pool['driver']))
+        problems.append(_problem('pool_inconsistent', ERROR if incomplete else WARNING,
+                                 'ResourcePool %s/%s' % (pool['driver'], pool['pool']), reason,
+                                 driver=pool['driver'], pool=pool['pool'], node=pool['node']))
+    return rows
+
+
+def _claim_consumers(index, claim):
+    """Pods that reference the claim (by name, by generated name, or as its owner), without duplicates."""
+    meta = _meta(claim)
+    found = {}
+    for pod in index.pods_by_claim.get((meta.get('namespace'), meta.get('name')), ()):
+        found[_meta(pod).get('uid') or id(pod)] = pod
+    for ref in meta.get('ownerReferences') or []:
+        if ref.get('kind') == 'Pod':
+            pod = index.pods_by_uid.get(ref.get('uid'))
+            if pod is not None:
+                found[ref.get('uid')] = pod
+    return list(found.values())
+
+
+def _pending_reason(index, claim):
+    """Why a claim has no allocation, from its consumer pod's scheduling status (or None if nobody uses it)."""
+    consumers = _claim_consumers(index, claim)
+    consumers.sort(key=lambda p: (p.get('status') or {}).get('phase') in TERMINATED_PHASES)
+    for pod in consumers:
+        cond = _condition(pod, 'PodScheduled')
+        if cond and cond.get('status') == 'False' and cond.get('message'):
+            return pod, cond['message']
+    for pod in consumers:
+        event = index.newest_failed_scheduling(pod)
+        if event and event.get('message'):
+            return pod, event['message']
+    if consumers:
+        return consumers[0], None
+    return None, None
+
+
+def _requested_classes(claim):
+    classes = []
+    for request in ((claim.get('spec') or {}).get('devices') or {}).get('requests') or []:
+        exactly = request.get('exactly') or {}
+        if exactly.get('deviceClassName'):
+            classes.append(exactly['deviceClassName'])
+        for sub in request.get('firstAvailable') or []:
+            if sub.get('deviceClassName'):
+                classes.append(sub['deviceClassName'])
+    return list(dict.fromkeys(classes))
+
+
+def _scheduler_hint(message):
+    text = (message or '').lower()
+    if 'cannot allocate all claims' in text:
+        return (' Every matching device is allocated or excluded by the claim\'s selectors: the pod starts when a '
+                'GPU is freed (delete finished workloads and the stale claims reported above).')
+    if 'resourceclaim' in text and 'not found' in text:
+        return ' The pod names a claim that does not exist yet: create it or fix the pod\'s resourceClaims.'
+    if 'deviceclass' in text and 'not found' in text:
+        return ' The requested DeviceClass does not exist: see kubectl get deviceclasses for the menu.'
+    return ''
+
+
+def _check_claims(index, stale_after, now, problems):
+    rows = []
+    allocations = defaultdict(list)  # (driver, pool, device) -> [(claim key, admin access)]
+    claims_sorted = sorted(index.claims, key=lambda c: (_ns(c) or '', _name(c) or ''))
+    for claim in claims_sorted:
+        meta = _meta(claim)
+        ns, name = meta.get('namespace'), meta.get('name')
+        ref = '%s/%s' % (ns, name)
+        obj = 'ResourceClaim %s' % ref
+        status = claim.get('status') or {}
+        allocation = status.get('allocation')
+        results = ((allocation or {}).get('devices') or {}).get('results') or []
+        reserved = status.get('reservedFor') or []
+        state = 'pending' if not allocation else ('reserved' if reserved else 'allocated')
+        created = meta.get('creationTimestamp')
+        created_at = parse_time(created)
+        age = int((now - created_at).total_seconds()) if created_at else None
+        seat = (_meta(index.namespaces.get(ns) or {}).get('labels') or {}).get(SEAT_LABEL)
+        annotations = meta.get('annotations') or {}
+        owner_template = bool(POD_CLAIM_NAME_ANNOTATION in annotations
+                              or any(o.get('kind') == 'Pod' for o in meta.get('ownerReferences') or []))
+
+        devices = []
+        for result in results:
+            key = (result.get('driver'), result.get('pool'), result.get('device'))
+            node = index.pool_node(key[0], key[1])
+            devices.append({'driver': key[0], 'pool': key[1], 'device': key[2], 'request': result.get('request'),
+                            'node': node})
+            allocations[key].append((ref, bool(result.get('adminAccess'))))
+            if key not in index.devices:
+                pool_known = (key[0], key[1]) in index.pools
+                where = ('pool %s publishes no device %s any more' % (key[1], key[2]) if pool_known
+                         else 'no ResourceSlice publishes pool %s any more' % key[1])
+                problems.append(_problem(
+                    'claim_device_unknown', ERROR, obj,
+                    'claim %s is allocated device %s of pool %s (driver %s), but %s (the node may be gone, or the '
+                    'driver now publishes fewer devices); pods using the claim cannot be prepared. Delete the claim '
+                    '(kubectl -n %s delete resourceclaim %s) and create it again so the scheduler picks a published '
+                    'device.' % (ref, key[2], key[1], key[0], where, ns, name),
+                    namespace=ns, name=name, driver=key[0], pool=key[1], device=key[2]))
+        device_text = _join(['%s on node %s' % (d['device'], d['node']) if d['node']
+                             else '%s in pool %s' % (d['device'], d['pool']) for d in devices]) or 'its devices'
+        held = 'GPU %s' % device_text if len(devices) == 1 else 'devices %s' % device_text
+
+        reserved_names = []
+        alive = []
+        missing = []
+        for consumer in reserved:
+            if consumer.get('resource') != 'pods' or consumer.get('apiGroup'):
+                reserved_names.append('%s/%s' % (consumer.get('resource'), consumer.get('name')))
+                continue
+            reserved_names.append(consumer.get('name'))
+            uid = consumer.get('uid')
+            pod = index.pods_by_uid.get(uid) if uid else index.pods_by_key.get((ns, consumer.get('name')))
+            if pod is None:
+                same_name = index.pods_by_key.get((ns, consumer.get('name')))
+                missing.append((consumer.get('name'), 'no longer exists' + (
+                    ' (a new pod with the same name has a different uid)' if same_name is not None else '')))
+                continue
+            phase = (pod.get('status') or {}).get('phase')
+            if phase in TERMINATED_PHASES:
+                missing.append((consumer.get('name'), 'has terminated (%s)' % phase))
+                continue
+            alive.append(_name(pod))
+
+        if missing:
+            what = _join(['pod %s/%s which %s' % (ns, pod_name, why) for pod_name, why in missing])
+            if alive:
+                problems.append(_problem(
+                    'claim_reserved_for_missing_pod', WARNING, obj,
+                    'claim %s is still reserved for %s, next to live pod%s %s; the stale entry should be dropped by '
+                    'the resource claim controller. If it stays, the claim will not be released when the live pods '
+                    'finish: delete it then (kubectl -n %s delete resourceclaim %s).'
+                    % (ref, what, 's' if len(alive) > 1 else '', _join(alive), ns, name),
+                    namespace=ns, name=name, pods=[entry[0] for entry in missing]))
+            else:
+                fix = 'kubectl -n %s delete resourceclaim %s' % (ns, name)
+                terminated = [p for p, why in missing if why.startswith('has terminated')]
+                if terminated and len(terminated) == len(missing):
+                    fix = 'kubectl -n %s delete pod %s; if the reservation stays, kubectl -n %s delete resourceclaim %s' % (
+                        ns, ' '.join(terminated), ns, name)
+                problems.append(_problem(
+                    'claim_reserved_for_missing_pod', ERROR, obj,
+                    'claim %s is reserved for %s; the %s stays held until the claim is deleted (%s).'
+                    % (ref, what, held, fix),
+                    namespace=ns, name=name, pods=[entry[0] for entry in missing]))
+
+        pending_reason = None
+        if state == 'allocated' and age is not None and age > stale_after:
+            problems.append(_problem(
+                'claim_allocated_unused', ERROR, obj,
+                'claim %s was created %s ago and holds the %s, but no pod uses it (empty reservedFor), so nobody '
+                'else can get that device; if seat %s no longer needs it, delete it (kubectl -n %s delete '
+                'resourceclaim %s).' % (ref, format_age(age), held, seat or ns, ns, name),
+                namespace=ns, name=name, age_seconds=age))
+        elif state == 'pending':
+            pod, message = _pending_reason(index, claim)
+            missing_classes = [c for c in _requested_classes(claim) if c not in index.device_classes]
+            class_text = ''
+            if missing_classes:
+                class_text = (' It requests DeviceClass %s, which does not exist (kubectl get deviceclasses lists '
+                              'the menu).' % _join(missing_classes))
+            if pod is None:
+                pending_reason = 'no pod uses this claim yet'
+                reason = ('claim %s is pending: no pod uses this claim yet, so the scheduler has not tried to '
+                          'allocate a device.%s' % (ref, class_text))
+            elif message:
+                pending_reason = message
+                reason = ('claim %s is pending because pod %s/%s cannot be scheduled: %s%s%s'
+                          % (ref, ns, _name(pod), message.rstrip(), _scheduler_hint(message), class_text))
+            else:
+                pending_reason = 'pod %s/%s is waiting for the scheduler' % (ns, _name(pod))
+                reason = ('claim %s is pending: pod %s/%s is waiting for the scheduler, which has not reported '
+                          'a failure yet.%s' % (ref, ns, _name(pod), class_text))
+            if missing_classes and pod is not None and not message:
+                pending_reason = 'DeviceClass %s does not exist' % _join(missing_classes)
+            problems.append(_problem('claim_pending', WARNING, obj, reason, namespace=ns, name=name))
+
+        rows.append({
+            'namespace': ns, 'name': name, 'seat': seat, 'state': state, 'devices': devices,
+            'reserved_for': reserved_names, 'holder_pods_alive': alive, 'owner_template': owner_template,
+            'created': created, 'age_seconds': age, 'pending_reason': pending_reason,
+        })
+    return rows, allocations
+
+
+def _check_double_allocations(index, allocations, problems):
+    for key in sorted(allocations, key=lambda k: tuple(x or '' for x in k)):
+        holders = list(dict.fromkeys(ref for ref, admin in allocations[key] if not admin))
+        if len(holders) < 2:
+            continue
+        device = index.devices.get(key)
+        if device is not None and device.get('allowMultipleAllocations'):
+            continue
+        driver, pool, name = key
+        node = index.pool_node(driver, pool)
+        newest = holders[-1]
+        ns, claim_name = newest.split('/', 1)
+        problems.append(_problem(
+            'device_double_allocated', ERROR, 'Device %s/%s/%s' % (driver, pool, name),
+            '%s is allocated to %d claims (%s) but does not allow multiple allocations, so their workloads '
+            'share one GPU without knowing it. One allocation is stale or was written by hand: delete the claim '
+            'that should not have it (for example kubectl -n %s delete resourceclaim %s) and check the '
+            'kube-scheduler logs.' % (_device_label(driver, pool, name, node), len(holders), _join(holders),
+                                      ns, claim_name),
+            driver=driver, pool=pool, device=name, claims=holders))
+
+
+# ---------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------
+
+def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None, namespaces=None, events=None,
+            driver=DEFAULT_DRIVER, expected_devices_per_node=8, expected_nodes=None, node_selector=None,
+            stale_claim_age='1h', now=None):
+    """Judge the DRA state of a cluster; return the health report dict.
+
+    now: aware datetime (default: current UTC time) against which claim ages are measured.
+    """
+    now = parse_time(now) if now is not None else datetime.datetime.now(_UTC)
+    stale_after = parse_duration(stale_claim_age)
+    index = _Index(device_classes, slices, claims, pods, nodes, namespaces, events)
+
+    problems = []
+    node_rows, expected = _check_nodes(index, driver, int(expected_devices_per_node), expected_nodes,
+                                       node_selector, problems)
+    pool_rows = _check_pools(index, problems)
+    claim_rows, allocations = _check_claims(index, stale_after, now, problems)
+    _check_double_allocations(index, allocations, problems)
+
+    expected_set = set(expected)
+    published_keys = set()
+    for pool in index.pools.values():
+        if pool['driver'] == driver and pool['node']:
+            published_keys.update((driver, pool['pool'], device) for device in pool['devices'])
+    allocated_keys = set(key for key in allocations if key[0] == driver)
+    severity_rank = {ERROR: 0, WARNING: 1}
+    problems.sort(key=lambda p: severity_rank.get(p['severity'], 2))
+    errors = sum(1 for p in problems if p['severity'] == ERROR)
+
+    summary = {
+        'driver': driver,
+        'nodes_expected': len(expected_set),
+        'nodes_publishing': sum(1 for row in node_rows if row['published'] > 0),
+        'devices_expected': sum(row['expected'] for row in node_rows),
+        'devices_published': sum(row['published'] for row in node_rows),
+        'devices_allocated': len(allocated_keys),
+        'devices_free': len(published_keys - allocated_keys),
+        'claims_total': len(claim_rows),
+        'claims_pending': sum(1 for row in claim_rows if row['state'] == 'pending'),
+        'claims_allocated': sum(1 for row in claim_rows if row['state'] != 'pending'),
+        'claims_reserved': sum(1 for row in claim_rows if row['state'] == 'reserved'),
+        'errors': errors,
+        'warnings': len(problems) - errors,
+    }
+    return {
+        'healthy': errors == 0,
+        'summary': summary,
+        'nodes': node_rows,
+        'pools': pool_rows,
+        'claims': claim_rows,
+        'problems': problems,
+        'device_classes': sorted(index.device_classes),
+    }

@@ -1,0 +1,402 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: dra_health
+short_description: Check the health of Dynamic Resource Allocation (DRA) devices and claims
+version_added: 0.1.0
+description:
+  - Reads DeviceClasses, ResourceSlices, ResourceClaims, Pods, Nodes, Namespaces and (optionally)
+    C(FailedScheduling) Events from a Kubernetes cluster (C(resource.k8s.io/v1), Kubernetes 1.34 or later)
+    and reports the DRA state of a workshop lab.
+  - Per node, compares the devices published by the driver with the number expected.
+  - Per pool, checks that all ResourceSlices agree on the generation and that none is missing (C(resourceSliceCount)).
+  - Per claim, reports its state (pending, allocated, reserved), its devices, its holder pods, its seat
+    (label C(dralab.workshop/seat) on the namespace) and its age.
+  - Each problem comes with a reason that says what is wrong and what to do. Problem types are
+    C(node_missing_slice), C(device_count_short), C(node_not_ready), C(pool_inconsistent),
+    C(claim_reserved_for_missing_pod), C(claim_allocated_unused), C(claim_pending),
+    C(device_double_allocated) and C(claim_device_unknown).
+  - The lab is unhealthy when at least one problem has severity C(error); warnings (pending claims,
+    NotReady nodes, stale slices of an older generation) do not make it unhealthy.
+  - The module only reads from the API.
+author: dralab.workshop maintainers (@dralab)
+options:
+  driver:
+    description:
+      - Name of the DRA driver whose devices each node must publish.
+    type: str
+    default: gpu.example.com
+  expected_devices_per_node:
+    description:
+      - Number of devices each expected node must publish for O(driver).
+    type: int
+    default: 8
+  nodes:
+    description:
+      - Names of the nodes expected to publish devices.
+      - When empty, every Node of the cluster is expected, filtered by O(node_selector).
+    type: list
+    elements: str
+    default: []
+  node_selector:
+    description:
+      - Labels a Node must carry to be expected to publish devices, when O(nodes) is empty.
+      - A label with a null value only has to exist.
+    type: dict
+    default: {}
+  stale_claim_age:
+    description:
+      - An allocated claim that no pod uses (empty C(reservedFor)) and that is older than this is a problem.
+      - Seconds as an integer, or a number with a unit C(s), C(m), C(h), C(d) or C(w), for example V(30m),
+        V(1h), V(2d) or V(1h30m).
+    type: raw
+    default: 1h
+  fail_on_unhealthy:
+    description:
+      - When V(true), the module fails if the lab is unhealthy; the report is still returned.
+      - When V(false), it only emits a warning and returns the report.
+    type: bool
+    default: true
+  include_events:
+    description:
+      - Read C(FailedScheduling) Events to explain pending claims whose pods carry no scheduling condition.
+      - A failure to read Events only produces a warning.
+    type: bool
+    default: true
+extends_documentation_fragment:
+  - dralab.workshop.k8s_auth
+  - dralab.workshop.attributes
+  - dralab.workshop.attributes.info_module
+notes:
+  - Ages are measured from the claim's creation time; the API records no allocation time.
+  - The user needs C(list) permission on deviceclasses, resourceslices and resourceclaims
+    (C(resource.k8s.io)), pods, nodes, namespaces and events.
+seealso:
+  - name: Dynamic Resource Allocation
+    description: Kubernetes documentation of DRA.
+    link: https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/
+"""
+
+EXAMPLES = r"""
+- name: Check the DRA lab and fail when it is unhealthy
+  dralab.workshop.dra_health:
+    kubeconfig: ~/.dralab/admin.conf
+  register: health
+
+- name: Only warn, and consider claims unused for 30 minutes stale
+  dralab.workshop.dra_health:
+    kubeconfig: ~/.dralab/admin.conf
+    stale_claim_age: 30m
+    fail_on_unhealthy: false
+  register: health
+
+- name: Expect 4 GPUs on two named workers only
+  dralab.workshop.dra_health:
+    nodes: [worker1, worker2]
+    expected_devices_per_node: 4
+
+- name: List the seats that hold a GPU
+  ansible.builtin.debug:
+    msg: "{{ health.claims | selectattr('state', 'ne', 'pending') | map(attribute='seat') | list }}"
+"""
+
+RETURN = r"""
+healthy:
+  description: Whether no problem of severity C(error) was found.
+  returned: always
+  type: bool
+  sample: false
+summary:
+  description: Totals for the cluster.
+  returned: always
+  type: dict
+  contains:
+    driver:
+      description: The driver checked on the nodes.
+      type: str
+      sample: gpu.example.com
+    nodes_expected:
+      description: Nodes expected to publish devices.
+      type: int
+      sample: 3
+    nodes_publishing:
+      description: Nodes that publish at least one device of the driver.
+      type: int
+      sample: 3
+    devices_expected:
+      description: Devices expected over all expected nodes.
+      type: int
+      sample: 24
+    devices_published:
+      description: Devices of the driver published by nodes (newest pool generation).
+      type: int
+      sample: 24
+    devices_allocated:
+      description: Distinct devices of the driver allocated to claims.
+      type: int
+      sample: 24
+    devices_free:
+      description: Published devices of the driver not allocated to any claim.
+      type: int
+      sample: 0
+    claims_total:
+      description: ResourceClaims in all namespaces.
+      type: int
+      sample: 72
+    claims_pending:
+      description: Claims without an allocation.
+      type: int
+      sample: 48
+    claims_allocated:
+      description: Claims with an allocation, whether or not a pod uses them (includes the reserved ones).
+      type: int
+      sample: 24
+    claims_reserved:
+      description: Allocated claims reserved for at least one consumer.
+      type: int
+      sample: 24
+    errors:
+      description: Number of problems with severity C(error).
+      type: int
+      sample: 1
+    warnings:
+      description: Number of problems with severity C(warning).
+      type: int
+      sample: 48
+nodes:
+  description: Per node, the devices of the driver published versus expected. Expected nodes come first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+      sample: worker1
+    driver:
+      description: The driver.
+      type: str
+      sample: gpu.example.com
+    published:
+      description: Devices published at the newest pool generation.
+      type: int
+      sample: 8
+    expected:
+      description: Devices expected (0 for a node that publishes but is not expected).
+      type: int
+      sample: 8
+    slices:
+      description: ResourceSlices of the driver on this node, all generations.
+      type: int
+      sample: 1
+    ready:
+      description: The node's Ready condition; null when the node does not exist.
+      type: bool
+      sample: true
+pools:
+  description: Every resource pool of every driver.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    driver:
+      description: Driver name.
+      type: str
+    pool:
+      description: Pool name (the node name for the example driver).
+      type: str
+    node:
+      description: Node of the pool's slices, null for pools not bound to a node.
+      type: str
+    generation:
+      description: Newest generation seen.
+      type: int
+    generations:
+      description: Every generation seen.
+      type: list
+      elements: int
+    resource_slice_count:
+      description: Slices the pool announces at its newest generation.
+      type: int
+    slices_seen:
+      description: Slices present at the newest generation.
+      type: int
+    devices:
+      description: Devices at the newest generation.
+      type: int
+    consistent:
+      description: Whether there is one generation and every announced slice is present.
+      type: bool
+  sample:
+    - {driver: gpu.example.com, pool: worker1, node: worker1, generation: 1, generations: [1],
+       resource_slice_count: 1, slices_seen: 1, devices: 8, consistent: true}
+claims:
+  description: Every ResourceClaim, sorted by namespace and name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    namespace:
+      description: Namespace of the claim.
+      type: str
+    name:
+      description: Name of the claim.
+      type: str
+    seat:
+      description: Value of the label C(dralab.workshop/seat) on the namespace, or null.
+      type: str
+    state:
+      description: V(pending) (no allocation), V(allocated) (allocation, no consumer) or V(reserved) (in use).
+      type: str
+    devices:
+      description: Allocated devices, each with C(driver), C(pool), C(device), C(request) and C(node).
+      type: list
+      elements: dict
+    reserved_for:
+      description: Names of the pods the claim is reserved for (C(resource/name) for other consumers).
+      type: list
+      elements: str
+    holder_pods_alive:
+      description: Names of the consumer pods that exist and have not terminated.
+      type: list
+      elements: str
+    owner_template:
+      description: Whether the claim was generated from a ResourceClaimTemplate for a pod.
+      type: bool
+    created:
+      description: Creation timestamp.
+      type: str
+    age_seconds:
+      description: Age in seconds.
+      type: int
+    pending_reason:
+      description: For a pending claim, the scheduler's reason, or V(no pod uses this claim yet); null otherwise.
+      type: str
+  sample:
+    - namespace: user07
+      name: gpu-claim
+      seat: user07
+      state: reserved
+      devices: [{driver: gpu.example.com, pool: worker1, device: gpu-3, request: gpu, node: worker1}]
+      reserved_for: [train-1]
+      holder_pods_alive: [train-1]
+      owner_template: false
+      created: "2026-10-28T09:12:00Z"
+      age_seconds: 2880
+      pending_reason: null
+problems:
+  description:
+    - Problems found, errors first.
+    - Besides the keys below, each problem names what it concerns with some of C(namespace), C(name), C(node),
+      C(driver), C(pool), C(device), C(pods), C(claims), C(published), C(expected) and C(age_seconds).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    type:
+      description: Problem type.
+      type: str
+    severity:
+      description: V(error) or V(warning).
+      type: str
+    object:
+      description: The object concerned, for example C(ResourceClaim user07/gpu-claim) or C(Node worker1).
+      type: str
+    reason:
+      description: What is wrong, why, and what to do.
+      type: str
+  sample:
+    - type: claim_reserved_for_missing_pod
+      severity: error
+      object: ResourceClaim user07/gpu-claim
+      reason: >-
+        claim user07/gpu-claim is reserved for pod user07/train-1 which no longer exists; the GPU gpu-3 on
+        node worker1 stays held until the claim is deleted (kubectl -n user07 delete resourceclaim gpu-claim).
+device_classes:
+  description: Names of the DeviceClasses in the cluster.
+  returned: always
+  type: list
+  elements: str
+  sample: [gpu.example.com]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect, dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, KubeClient, auth_argspec
+
+MAX_REASONS_IN_MESSAGE = 10
+
+
+def argspec():
+    spec = auth_argspec()
+    spec.update(
+        driver=dict(type='str', default=dra_model.DEFAULT_DRIVER),
+        expected_devices_per_node=dict(type='int', default=8),
+        nodes=dict(type='list', elements='str', default=[]),
+        node_selector=dict(type='dict', default={}),
+        stale_claim_age=dict(type='raw', default='1h'),
+        fail_on_unhealthy=dict(type='bool', default=True),
+        include_events=dict(type='bool', default=True),
+    )
+    return spec
+
+
+def unhealthy_message(report, reasons=True):
+    """The failure message (with each error's reason), or the shorter warning (objects only)."""
+    errors = [p for p in report['problems'] if p['severity'] == dra_model.ERROR]
+    head = 'The DRA lab is unhealthy (%d error(s), %d warning(s))' % (
+        report['summary']['errors'], report['summary']['warnings'])
+    if not reasons:
+        return '%s: %s. The reasons and what to do are in the returned problems.' % (
+            head, ', '.join(p['object'] for p in errors))
+    lines = ['%s: %s' % (p['object'], p['reason']) for p in errors[:MAX_REASONS_IN_MESSAGE]]
+    if len(errors) > MAX_REASONS_IN_MESSAGE:
+        lines.append('... and %d more (see problems)' % (len(errors) - MAX_REASONS_IN_MESSAGE))
+    return '%s: %s' % (head, ' | '.join(lines))
+
+
+def run(module, client, now=None):
+    """Collect, analyse, then exit (or fail) the module. now: injectable time for tests."""
+    params = module.params
+    try:
+        stale_after = dra_model.parse_duration(params['stale_claim_age'])
+    except ValueError as exc:
+        module.fail_json(msg='Invalid stale_claim_age: %s.' % exc)
+    if params['expected_devices_per_node'] < 0:
+        module.fail_json(msg='expected_devices_per_node must be 0 or more, got %d.' % params['expected_devices_per_node'])
+    try:
+        data = dra_collect.collect(client, include_events=params['include_events'])
+    except K8sError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in data.pop('warnings'):
+        module.warn(warning)
+    report = dra_model.analyze(
+        device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
+        nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],
+        expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
+        node_selector=params['node_selector'], stale_claim_age=stale_after, now=now)
+    if not report['healthy']:
+        if params['fail_on_unhealthy']:
+            module.fail_json(msg=unhealthy_message(report), changed=False, **report)
+        module.warn(unhealthy_message(report, reasons=False))
+    module.exit_json(changed=False, **report)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    try:
+        client = KubeClient.from_params(module.params)
+    except K8sError as exc:
+        module.fail_json(msg=str(exc))
+    run(module, client)
+
+
+if __name__ == '__main__':
+    main()
