@@ -1,0 +1,564 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""validate() and the helpers of module_utils/lab_config.py: every check names its field."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_config
+from ansible_collections.dralab.workshop.plugins.module_utils.feature_gates import FEATURE_GATES, KNOWN_FEATURE_GATES
+from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import validate
+
+HOSTS = ['cp1', 'node1', 'node2', 'login1']
+
+GOOD = {
+    'groups': {
+        'all': HOSTS,
+        'ungrouped': [],
+        'control_plane': ['cp1'],
+        'workers': ['node1', 'node2'],
+        'login': ['login1'],
+    },
+    'hosts': HOSTS,
+    'dralab_kubernetes_version': '1.35.4',
+    'dralab_allow_unsupported_kubernetes_version': False,
+    'dralab_download_mirror': 'http://10.88.0.1:8080/',
+    'dralab_registry_mirror': '10.88.0.1:5000',
+    'dralab_feature_gates': ['DRAConsumableCapacity', 'DRADeviceTaints=true', 'DRAAdminAccess=false'],
+    'dralab_cgroup_v1': False,
+    'dralab_devices_per_node': 8,
+    'dralab_seats': 72,
+    'dralab_seat_prefix': 'user',
+    'dralab_seat_width': 2,
+    'dralab_event_duration': '8h',
+    'dralab_device_classes': [
+        {'name': 'gpu.example.com', 'selectors': ["device.driver == 'gpu.example.com'"]},
+        {
+            'name': 'gpu-big',
+            'selectors': [
+                {'cel': {'expression': "device.driver == 'gpu.example.com'"}},
+                "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0",
+            ],
+            'config': [{'opaque': {'driver': 'gpu.example.com', 'parameters': {'kind': 'GpuConfig'}}}],
+        },
+    ],
+    'dralab_login_hosts': ['login1'],
+}
+
+
+def config(**changes):
+    """GOOD with dralab_<key> (or groups/hosts) replaced; a value of ... removes the key."""
+    result = copy.deepcopy(GOOD)
+    for key, value in changes.items():
+        name = key if key in ('groups', 'hosts') else 'dralab_' + key
+        if value is Ellipsis:
+            result.pop(name, None)
+        else:
+            result[name] = value
+    return result
+
+
+def errors_of(**changes):
+    errors, dummy = validate(config(**changes))
+    return errors
+
+
+def warnings_of(**changes):
+    errors, warnings = validate(config(**changes))
+    assert errors == []
+    return warnings
+
+
+def only_error(field, **changes):
+    """Assert that the change gives exactly one error, about field; return it."""
+    errors = errors_of(**changes)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(field + ': '), errors
+    return errors[0]
+
+
+# ---------------------------------------------------------------- good input
+
+def test_good_config_has_no_errors_or_warnings():
+    assert validate(GOOD) == ([], [])
+
+
+def test_defaults_are_valid():
+    # Only the inventory: every dralab_* variable takes its documented default.
+    errors, warnings = validate({'groups': GOOD['groups'], 'hosts': HOSTS})
+    assert errors == []
+    assert warnings == []
+
+
+def test_none_means_default():
+    keys = [key for key in GOOD if key.startswith('dralab_')]
+    errors, dummy = validate(dict(GOOD, **dict((key, None) for key in keys)))
+    assert errors == []
+
+
+def test_hosts_default_to_the_union_of_groups():
+    assert errors_of(hosts=...) == []
+
+
+def test_every_problem_is_reported_at_once():
+    errors = errors_of(groups={'all': ['login1']}, hosts=['login1'], seats=-1, devices_per_node=200,
+                       feature_gates=['FooBar'], login_hosts=['nohost'], event_duration='soon',
+                       registry_mirror='http://x', download_mirror='x:1', kubernetes_version='1.34.0',
+                       device_classes=[{'name': 'a', 'selectors': ['']}])
+    fields = sorted(re.match(r"groups\['\w+'\]|dralab_\w+", error).group(0) for error in errors)
+    assert fields == sorted([
+        "groups['control_plane']", 'dralab_seats', 'dralab_devices_per_node', 'dralab_login_hosts',
+        'dralab_event_duration', 'dralab_registry_mirror', 'dralab_download_mirror',
+        'dralab_kubernetes_version', 'dralab_device_classes',
+    ])
+
+
+# ---------------------------------------------------------------- inventory
+
+@pytest.mark.parametrize('groups', [
+    {'all': HOSTS, 'login': ['login1']},
+    {'all': HOSTS, 'login': ['login1'], 'control_plane': []},
+    {'all': HOSTS, 'login': ['login1'], 'control_plane': None},
+])
+def test_no_control_plane_host(groups):
+    message = only_error("groups['control_plane']", groups=groups)
+    assert 'no control_plane host' in message
+
+
+def test_no_groups_at_all():
+    errors, dummy = validate({})
+    assert any(error.startswith("groups['control_plane']: ") for error in errors)
+
+
+def test_several_control_plane_hosts_warn_only_the_first_is_initialised():
+    groups = dict(GOOD['groups'], control_plane=['cp1', 'cp2'])
+    warnings = warnings_of(groups=groups, hosts=HOSTS + ['cp2'])
+    assert len(warnings) == 1
+    assert warnings[0].startswith("groups['control_plane']: ")
+    assert 'only the first, cp1, is initialised' in warnings[0]
+
+
+# ---------------------------------------------------------------- seats
+
+@pytest.mark.parametrize('seats, shown', [
+    (-1, '-1 is outside 0..10000'),
+    (10001, '10001 is outside 0..10000'),
+    ('many', "'many' is not an integer"),
+    (1.5, '1.5 is not an integer'),
+    (True, 'true is not an integer'),
+    ([3], '[3] is not an integer'),
+])
+def test_bad_seat_count(seats, shown):
+    assert only_error('dralab_seats', seats=seats) == 'dralab_seats: ' + shown
+
+
+def test_seat_count_may_be_a_string_of_digits():
+    assert errors_of(seats='72') == []
+
+
+def test_zero_seats_warns():
+    warnings = warnings_of(seats=0)
+    assert warnings == ['dralab_seats: no workshop seats are configured']
+
+
+def test_more_than_99_seats_widen_the_names():
+    assert lab_config.effective_settings(config(seats=100))['seat_names'][-1] == 'user100'
+    assert errors_of(seats=100) == []
+
+
+@pytest.mark.parametrize('width', [0, 11, 'two', -2])
+def test_bad_seat_width(width):
+    only_error('dralab_seat_width', seat_width=width)
+
+
+@pytest.mark.parametrize('prefix, reason', [
+    ('User', 'not a valid Linux user name'),
+    ('9lives', 'not a valid Linux user name'),
+    ('', 'not a valid Linux user name'),
+    ('u_', 'not a valid Linux user name'),
+    ('a' * 31, 'longer than 32 characters'),
+])
+def test_bad_seat_prefix(prefix, reason):
+    message = only_error('dralab_seat_prefix', seat_prefix=prefix)
+    assert reason in message
+
+
+def test_seat_prefix_not_a_string():
+    assert only_error('dralab_seat_prefix', seat_prefix=7) == 'dralab_seat_prefix: 7 is not a string'
+
+
+def test_duplicate_explicit_seat_names():
+    message = only_error('dralab_seat_names', seat_names=['ann', 'bob', 'ann', 'cy', 'bob', 'ann'])
+    assert message == 'dralab_seat_names: duplicate seat names: ann, bob'
+
+
+@pytest.mark.parametrize('name, reason', [
+    ('Bob', 'not a valid Linux user name and DNS-1123 label'),
+    ('bob_smith', 'not a valid Linux user name and DNS-1123 label'),
+    ('bob-', 'not a valid Linux user name and DNS-1123 label'),
+    ('1bob', 'not a valid Linux user name and DNS-1123 label'),
+    ('bob.smith', 'not a valid Linux user name and DNS-1123 label'),
+    ('', 'the name is empty'),
+    ('b' * 33, 'longer than 32 characters'),
+    (42, 'is not a string'),
+    ('root', 'reserved'),
+    ('kube-system', 'reserved'),
+    ('default', 'reserved'),
+])
+def test_bad_explicit_seat_name(name, reason):
+    message = only_error('dralab_seat_names', seat_names=['ann', name])
+    assert message.startswith('dralab_seat_names: seat 2: ')
+    assert reason in message
+
+
+def test_explicit_seat_names_override_count_and_prefix():
+    # seats/prefix/width are ignored (even when bad) once the list is given.
+    assert errors_of(seat_names=['ann', 'bob'], seats=-1, seat_prefix='BAD') == []
+    assert lab_config.effective_settings(config(seat_names=['ann', 'bob']))['seat_names'] == ['ann', 'bob']
+
+
+def test_explicit_seat_names_not_a_list():
+    only_error('dralab_seat_names', seat_names='ann,bob')
+
+
+# ---------------------------------------------------------------- devices per node
+
+@pytest.mark.parametrize('value, message', [
+    (200, 'dralab_devices_per_node: 200 is outside 1..128'),
+    (0, 'dralab_devices_per_node: 0 is outside 1..128'),
+    (129, 'dralab_devices_per_node: 129 is outside 1..128'),
+    ('eight', "dralab_devices_per_node: 'eight' is not an integer"),
+    (False, 'dralab_devices_per_node: false is not an integer'),
+])
+def test_bad_devices_per_node(value, message):
+    assert errors_of(devices_per_node=value) == [message]
+
+
+@pytest.mark.parametrize('value', [1, 8, 128, '16'])
+def test_good_devices_per_node(value):
+    assert errors_of(devices_per_node=value) == []
+
+
+# ---------------------------------------------------------------- device classes
+# preflight uses the device_classes role's own menu validation
+# (module_utils/device_class_menu.py); these check that it is wired in and
+# that each message names dralab_device_classes, the entry and the field.
+
+def classes_errors(classes):
+    errors = errors_of(device_classes=classes)
+    assert errors, classes
+    assert all(error.startswith('dralab_device_classes') for error in errors), errors
+    return errors
+
+
+def test_device_class_without_name():
+    assert classes_errors([{'selectors': ['true']}]) == ['dralab_device_classes[0].name is missing or empty']
+    assert classes_errors([{'name': '', 'selectors': ['true']}]) == ['dralab_device_classes[0].name is missing or empty']
+
+
+@pytest.mark.parametrize('name', ['GPU', 'gpu_small', '-gpu', 'gpu.', 'a' * 254, 7])
+def test_device_class_bad_name(name):
+    errors = classes_errors([{'name': name, 'selectors': ['true']}])
+    assert len(errors) == 1
+    assert errors[0].startswith('dralab_device_classes[0].name')
+    assert 'is not a DNS-1123 subdomain' in errors[0] or 'missing' in errors[0]
+
+
+def test_device_class_duplicate_names():
+    menu = [{'name': 'gpu', 'selectors': ['true']}, {'name': 'big', 'selectors': ['true']},
+            {'name': 'gpu', 'selectors': ['true']}]
+    assert classes_errors(menu) == ['dralab_device_classes[2].name "gpu" is a duplicate of dralab_device_classes[0].name']
+
+
+@pytest.mark.parametrize('selector', ['', '   ', '\n\t', {'cel': {'expression': ' '}}])
+def test_device_class_empty_cel_selector_names_class_and_index(selector):
+    menu = [{'name': 'gpu', 'selectors': ['true']}, {'name': 'gpu-big', 'selectors': ['true', selector]}]
+    assert classes_errors(menu) == ['dralab_device_classes[1] (gpu-big).selectors[1] is an empty CEL expression']
+
+
+@pytest.mark.parametrize('selector', [7, None, {'expression': 'true'}, {'cel': 'true'},
+                                      {'cel': {'expression': 3}}, {'cel': {'expression': 'true'}, 'x': 1}])
+def test_device_class_malformed_selector(selector):
+    errors = classes_errors([{'name': 'gpu', 'selectors': [selector]}])
+    assert len(errors) == 1
+    assert errors[0].startswith('dralab_device_classes[0] (gpu).selectors[0] must be a CEL expression string')
+
+
+@pytest.mark.parametrize('selectors', [None, [], "device.driver == 'x'"])
+def test_device_class_needs_selectors(selectors):
+    errors = classes_errors([{'name': 'gpu', 'selectors': selectors}])
+    assert errors[0].startswith('dralab_device_classes[0] (gpu).selectors must list at least one CEL expression')
+
+
+@pytest.mark.parametrize('entry, part', [
+    ({'opaque': 'gpu.example.com'}, 'config[0] must be {opaque:'),
+    ({'opaque': {'driver': 'gpu.example.com', 'parameters': {}}, 'other': 1}, 'config[0] must be {opaque:'),
+    ({'opaque': {'parameters': {}}}, 'config[0] must be {opaque:'),
+    ({'opaque': {'driver': 'GPU!', 'parameters': {}}}, 'config[0].driver "GPU!" is not a driver name'),
+    ({'opaque': {'driver': 'gpu.example.com', 'parameters': 'x'}}, 'config[0].parameters must be a mapping'),
+])
+def test_device_class_malformed_config(entry, part):
+    errors = classes_errors([{'name': 'gpu', 'selectors': ['true'], 'config': [entry]}])
+    assert len(errors) == 1
+    assert errors[0].startswith('dralab_device_classes[0] (gpu).' + part), errors
+
+
+def test_device_class_config_not_a_list():
+    errors = classes_errors([{'name': 'gpu', 'selectors': ['true'], 'config': {'opaque': {}}}])
+    assert errors[0].startswith('dralab_device_classes[0] (gpu).config must be a list')
+
+
+def test_device_classes_not_a_list():
+    assert classes_errors({'name': 'gpu'})[0].startswith('dralab_device_classes must be a list')
+
+
+def test_device_class_entry_not_a_mapping():
+    assert classes_errors(['gpu'])[0].startswith('dralab_device_classes[0] must be a mapping')
+
+
+def test_device_class_unknown_key():
+    errors = classes_errors([{'name': 'gpu', 'selectors': ['true'], 'selector': ['true']}])
+    assert errors[0].startswith('dralab_device_classes[0] (gpu) has unknown keys selector')
+
+
+def test_device_classes_default_is_not_checked():
+    assert errors_of(device_classes=...) == []
+    assert errors_of(device_classes=[]) == []
+
+
+# ---------------------------------------------------------------- Kubernetes version
+
+@pytest.mark.parametrize('version', ['1.35.0', '1.35.4', '1.35.10', '1.35.0-rc.1', '1.35.4+build.1'])
+def test_supported_versions(version):
+    assert errors_of(kubernetes_version=version) == []
+
+
+@pytest.mark.parametrize('version, reason', [
+    ('v1.35.4', 'without the leading "v"'),
+    ('1.35', 'is not a semantic version'),
+    ('1.35.x', 'is not a semantic version'),
+    ('01.35.4', 'is not a semantic version'),
+    ('latest', 'is not a semantic version'),
+    (1.35, 'is not a version string'),
+    ('1.34.2', 'is outside 1.35.x'),
+    ('1.36.0', 'is outside 1.35.x'),
+])
+def test_bad_versions(version, reason):
+    assert reason in only_error('dralab_kubernetes_version', kubernetes_version=version)
+
+
+def test_unsupported_version_allowed_is_a_warning():
+    warnings = warnings_of(kubernetes_version='1.36.1', allow_unsupported_kubernetes_version=True,
+                           feature_gates=['SomeFutureGate'])
+    assert len(warnings) == 1
+    assert warnings[0].startswith("dralab_kubernetes_version: '1.36.1' is outside 1.35.x")
+
+
+def test_allow_unsupported_must_be_a_boolean():
+    only_error('dralab_allow_unsupported_kubernetes_version', allow_unsupported_kubernetes_version='maybe')
+    assert errors_of(allow_unsupported_kubernetes_version='yes', kubernetes_version='1.36.0') == []
+
+
+# ---------------------------------------------------------------- feature gates
+
+def test_unknown_feature_gate():
+    message = only_error('dralab_feature_gates', feature_gates=['DRADeviceTaints', 'FooBar'])
+    assert message == "dralab_feature_gates: unknown feature gate 'FooBar' for Kubernetes 1.35"
+
+
+@pytest.mark.parametrize('name, suggestion', [
+    ('draadminaccess', 'DRAAdminAccess'),
+    ('DRADeviceTaint', 'DRADeviceTaints'),
+    ('DRAConsumableCapacty', 'DRAConsumableCapacity'),
+])
+def test_unknown_feature_gate_suggests_a_known_one(name, suggestion):
+    assert '(did you mean %s?)' % suggestion in only_error('dralab_feature_gates', feature_gates=[name])
+
+
+@pytest.mark.parametrize('gates', [
+    ['DRAAdminAccess=maybe'],
+    ['=true'],
+    ['DRA Admin'],
+    [7],
+    'DRAAdminAccess=true,=x',
+    {'DRAAdminAccess': 'sometimes'},
+    42,
+])
+def test_malformed_feature_gates(gates):
+    only_error('dralab_feature_gates', feature_gates=gates)
+
+
+@pytest.mark.parametrize('gates', [
+    ['DRAAdminAccess', 'DRADeviceTaints=false', 'AllAlpha=false'],
+    {'DRAAdminAccess': True, 'DRAPartitionableDevices': False},
+    'DRAAdminAccess=true,DRAExtendedResource',
+    [{'DRAAdminAccess': True}, 'DRADeviceTaintRules=TRUE'],
+    [],
+])
+def test_good_feature_gates(gates):
+    assert errors_of(feature_gates=gates) == []
+
+
+def test_locked_gate_set_against_its_default_is_an_error():
+    message = only_error('dralab_feature_gates', feature_gates=['DynamicResourceAllocation=false'])
+    assert 'DynamicResourceAllocation is GA and locked to true' in message
+
+
+def test_locked_gate_set_to_its_default_warns():
+    warnings = warnings_of(feature_gates=['DynamicResourceAllocation'])
+    assert warnings == ['dralab_feature_gates: DynamicResourceAllocation is GA and locked to true in '
+                        'Kubernetes 1.35; setting it has no effect']
+
+
+def test_known_gates_are_the_1_35_set():
+    dra = {'DRAAdminAccess', 'DRAConsumableCapacity', 'DRADeviceBindingConditions', 'DRADeviceTaintRules',
+           'DRADeviceTaints', 'DRAExtendedResource', 'DRAPartitionableDevices', 'DRAPrioritizedList',
+           'DRAResourceClaimDeviceStatus', 'DRASchedulerFilterTimeout', 'DynamicResourceAllocation',
+           'ResourceHealthStatus'}
+    assert dra <= KNOWN_FEATURE_GATES
+    # From the other modules wired into the same gate.
+    assert {'AllAlpha', 'AllBeta', 'WatchListClient', 'ContextualLogging', 'LoggingBetaOptions',
+            'ComponentFlagz', 'CRDValidationRatcheting', 'CloudControllerManagerWebhook',
+            'APIServerIdentity'} <= KNOWN_FEATURE_GATES
+    # Gates removed before 1.35, and one declared but never registered.
+    assert not {'DevicePlugins', 'CSIMigration', 'LoggingStableOptions', 'FooBar'} & KNOWN_FEATURE_GATES
+    assert len(KNOWN_FEATURE_GATES) == 218
+    assert FEATURE_GATES['DRAConsumableCapacity'] == ('Alpha', False, False)
+    assert FEATURE_GATES['DRAPrioritizedList'] == ('Beta', True, False)
+    assert FEATURE_GATES['DynamicResourceAllocation'] == ('GA', True, True)
+
+
+# ---------------------------------------------------------------- login hosts
+
+def test_login_host_not_in_inventory():
+    assert errors_of(login_hosts=['login1', 'login9']) == [
+        "dralab_login_hosts: 'login9' is not a host in the inventory"]
+
+
+def test_login_hosts_not_a_list():
+    assert errors_of(login_hosts='login1') == ["dralab_login_hosts: 'login1' is not a list of inventory host names"]
+
+
+def test_login_hosts_default_to_the_login_group():
+    assert errors_of(login_hosts=...) == []
+    groups = dict(GOOD['groups'], login=['login1', 'ghost'])
+    assert errors_of(login_hosts=..., groups=groups) == ["dralab_login_hosts: 'ghost' is not a host in the inventory"]
+
+
+def test_no_login_hosts_warns():
+    groups = dict(GOOD['groups'])
+    del groups['login']
+    assert warnings_of(login_hosts=..., groups=groups) == [
+        'dralab_login_hosts: no login hosts; seats get a kubeconfig but no Linux account']
+    assert warnings_of(login_hosts=[]) == [
+        'dralab_login_hosts: no login hosts; seats get a kubeconfig but no Linux account']
+
+
+# ---------------------------------------------------------------- event duration
+
+@pytest.mark.parametrize('value', ['8h', '90m', '2d', '1h30m', '3600s', 3600, '600', '1w'])
+def test_good_event_duration(value):
+    assert errors_of(event_duration=value) == []
+
+
+@pytest.mark.parametrize('value, reason', [
+    ('8x', "'8x' is not a duration"),
+    ('', "'' is not a duration"),
+    ('h', "'h' is not a duration"),
+    ('30m1h', "'30m1h' is not a duration"),
+    (True, 'true is not a duration'),
+    (-5, '-5 is a negative duration'),
+    ('5m', "'5m' is shorter than 10m"),
+    (0, '0 is shorter than 10m'),
+])
+def test_bad_event_duration(value, reason):
+    assert reason in only_error('dralab_event_duration', event_duration=value)
+
+
+# ---------------------------------------------------------------- mirrors
+
+@pytest.mark.parametrize('value', ['', '10.88.0.1:5000', 'mirror.lab', 'mirror.lab:5000', '[fd00::1]:5000',
+                                   'localhost:5000'])
+def test_good_registry_mirror(value):
+    assert errors_of(registry_mirror=value) == []
+
+
+@pytest.mark.parametrize('value, reason', [
+    ('http://10.88.0.1:5000', 'has a scheme'),
+    ('10.88.0.1:5000/v2', 'is not host[:port]'),
+    ('10.88.0.1:0', 'port 0 is outside 1..65535'),
+    ('10.88.0.1:70000', 'port 70000 is outside 1..65535'),
+    ('mirror lab:5000', 'is not a valid host name'),
+    ('-mirror:5000', 'is not a valid host name'),
+    ('[zz]:5000', 'is not a valid [IPv6] address'),
+    (5000, 'is not a string'),
+])
+def test_bad_registry_mirror(value, reason):
+    assert reason in only_error('dralab_registry_mirror', registry_mirror=value)
+
+
+@pytest.mark.parametrize('value', ['', 'http://10.88.0.1:8080', 'https://mirror.lab/files/', 'HTTP://m:1'])
+def test_good_download_mirror(value):
+    assert errors_of(download_mirror=value) == []
+
+
+@pytest.mark.parametrize('value', ['10.88.0.1:8080', 'ftp://mirror.lab', 'http://', 'http:///x',
+                                   'http://bad host/', 'http://m:99999', 8080])
+def test_bad_download_mirror(value):
+    only_error('dralab_download_mirror', download_mirror=value)
+
+
+# ---------------------------------------------------------------- booleans
+
+def test_cgroup_v1_must_be_a_boolean():
+    assert only_error('dralab_cgroup_v1', cgroup_v1='perhaps') == "dralab_cgroup_v1: 'perhaps' is not a boolean (true or false)"
+    assert errors_of(cgroup_v1='true') == []
+
+
+# ---------------------------------------------------------------- helpers
+
+def test_parse_duration():
+    parse = lab_config.parse_duration
+    assert parse('8h') == 28800
+    assert parse('90m') == 5400
+    assert parse('2d') == 172800
+    assert parse('1h30m') == 5400
+    assert parse('3600s') == 3600
+    assert parse('1w2d3h4m5s') == 7 * 86400 + 2 * 86400 + 3 * 3600 + 4 * 60 + 5
+    assert parse(' 8H ') == 28800
+    assert parse(0) == 0
+    assert parse('42') == 42
+    for bad in ('8x', '1.5h', '-1h', None, 1.5, '1h1h', ''):
+        with pytest.raises(ValueError, match='is not a duration'):
+            parse(bad)
+
+
+def test_generate_seat_names():
+    assert lab_config.generate_seat_names(3) == ['user01', 'user02', 'user03']
+    assert lab_config.generate_seat_names(0) == []
+    assert lab_config.generate_seat_names('2', 'gpu', 3) == ['gpu001', 'gpu002']
+    assert lab_config.generate_seat_names(101)[-2:] == ['user100', 'user101']
+    with pytest.raises(ValueError, match='count -1 is negative'):
+        lab_config.generate_seat_names(-1)
+    with pytest.raises(ValueError, match="count 'x' is not an integer"):
+        lab_config.generate_seat_names('x')
+
+
+def test_mirror_url():
+    assert lab_config.mirror_url('https://dl.k8s.io/release', '') == 'https://dl.k8s.io/release'
+    assert lab_config.mirror_url('https://dl.k8s.io/release', None) == 'https://dl.k8s.io/release'
+    assert (lab_config.mirror_url('https://dl.k8s.io/release', 'http://10.88.0.1:8080')
+            == 'http://10.88.0.1:8080/dl.k8s.io/release')
+    with pytest.raises(ValueError, match='not an http'):
+        lab_config.mirror_url('https://dl.k8s.io/release', '10.88.0.1:8080')
+
+
+def test_parse_feature_gates_last_setting_wins():
+    gates, problems = lab_config.parse_feature_gates(['A', 'B=false', {'A': False}, 'B=TRUE'])
+    assert problems == []
+    assert gates == {'A': False, 'B': True}

@@ -1,0 +1,71 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lab_preflight module around lab_config.validate()."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.dralab.workshop.plugins.modules import lab_preflight
+
+GROUPS = {'all': ['cp1', 'node1'], 'control_plane': ['cp1'], 'workers': ['node1'], 'login': ['cp1']}
+
+
+def run(capsys, **args):
+    """Run the module's main() and return (exit code, result)."""
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as info:
+            lab_preflight.main()
+    return info.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_every_lab_option_maps_to_a_dralab_variable():
+    params = dict((name, name) for name in lab_preflight.LAB_OPTIONS)
+    params.update(groups=GROUPS, hosts=['cp1'])
+    config = lab_preflight.lab_config(params)
+    assert config['dralab_seats'] == 'seats'
+    assert config['dralab_allow_unsupported_kubernetes_version'] == 'allow_unsupported_kubernetes_version'
+    assert config['groups'] == GROUPS and config['hosts'] == ['cp1']
+    assert set(lab_preflight.argspec()) == set(lab_preflight.LAB_OPTIONS) | {'groups', 'hosts'}
+
+
+def test_good_config_succeeds_unchanged(capsys):
+    code, result = run(capsys, groups=GROUPS, hosts=GROUPS['all'], seats=3, feature_gates=['DRADeviceTaints'])
+    assert code == 0
+    assert result['changed'] is False
+    assert result['errors'] == []
+    assert result['seat_names'] == ['user01', 'user02', 'user03']
+    assert result['feature_gates'] == {'DRADeviceTaints': True}
+
+
+def test_check_mode_behaves_the_same(capsys):
+    code, result = run(capsys, groups=GROUPS, _ansible_check_mode=True, seats=2)
+    assert code == 0 and result['changed'] is False and result['seat_names'] == ['user01', 'user02']
+
+
+def test_all_errors_are_listed(capsys):
+    code, result = run(capsys, groups={'all': ['node1']}, hosts=['node1'], seats=-1, devices_per_node=200,
+                       feature_gates=['FooBar'], login_hosts=['login9'])
+    assert code == 1
+    assert result['failed'] is True
+    fields = [error.split(':', 1)[0] for error in result['errors']]
+    assert fields == ["groups['control_plane']", 'dralab_feature_gates', 'dralab_devices_per_node',
+                      'dralab_seats', 'dralab_login_hosts']
+    assert result['msg'].startswith('Preflight found 5 problem(s): ')
+    for error in result['errors']:
+        assert error in result['msg']
+
+
+def test_warnings_are_emitted(capsys, monkeypatch):
+    emitted = []
+    monkeypatch.setattr(lab_preflight.AnsibleModule, 'warn', lambda self, warning: emitted.append(warning))
+    groups = dict(GROUPS, control_plane=['cp1', 'cp2'], all=['cp1', 'cp2', 'node1'])
+    code, result = run(capsys, groups=groups)
+    assert code == 0
+    assert len(result['lab_warnings']) == 1
+    assert result['lab_warnings'][0].startswith("groups['control_plane']: 2 hosts")
+    assert emitted == result['lab_warnings']
