@@ -17,7 +17,14 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Where `ansible-test sanity` runs: a copy of the collection in the layout it needs.
 SANITY_ROOT := $(DRALAB_CACHE)/sanity/ansible_collections/dralab/workshop
 
-.PHONY: help setup lint yamllint ansible-lint sanity test-unit test build clean
+# Debian's docker-registry (distribution 2.8), unpacked, never installed: the
+# package's postinst would start a registry on every interface.
+REGISTRY_VERSION := 2.8.2
+REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
+REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
+export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
+
+.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test build clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -30,6 +37,16 @@ $(VENV)/.ok: requirements-dev.txt
 
 setup: $(VENV)/.ok ## Create the venv with every Python tool (cached by requirements hash).
 
+$(REGISTRY_BIN):
+	rm -rf $(REGISTRY_DIR).tmp && mkdir -p $(REGISTRY_DIR).tmp
+	cd $(REGISTRY_DIR).tmp && { apt-get download docker-registry=$(REGISTRY_VERSION)* \
+	  || { apt-get update -qq && apt-get download docker-registry=$(REGISTRY_VERSION)*; }; }
+	dpkg-deb -x $(REGISTRY_DIR).tmp/docker-registry_*.deb $(REGISTRY_DIR).tmp/root
+	rm -rf $(REGISTRY_DIR) && mv $(REGISTRY_DIR).tmp/root $(REGISTRY_DIR) && rm -rf $(REGISTRY_DIR).tmp
+	$(REGISTRY_BIN) --version
+
+test-tools: setup $(REGISTRY_BIN) ## Non-Python test tools (Debian packages unpacked into the cache).
+
 yamllint: setup ## YAML style.
 	$(BIN)/yamllint -s .
 
@@ -41,7 +58,7 @@ sanity: setup ## ansible-test sanity from a copy in an ansible_collections tree.
 
 lint: yamllint ansible-lint sanity ## Everything static: yamllint, ansible-lint, ansible-test sanity.
 
-test-unit: setup ## Unit tests: module_utils, filters, templates.
+test-unit: test-tools ## Unit tests: module_utils, filters, templates.
 	$(BIN)/pytest -q tests/unit
 
 build: setup ## Build the collection tarball.
