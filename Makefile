@@ -24,6 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
+.PHONY: harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test build clean
 
 help: ## List the targets.
@@ -63,6 +64,23 @@ test-unit: test-tools ## Unit tests: module_utils, filters, templates.
 
 build: setup ## Build the collection tarball.
 	$(BIN)/ansible-galaxy collection build --force --output-path $(DRALAB_CACHE)/dist .
+
+# --- integration tier: upstream binaries from the Go module proxy + a local control plane
+CLUSTER_DIR ?= $(DRALAB_CACHE)/cluster
+FEATURE_GATES ?=
+
+harness: setup ## Build etcd, kube-*, kubectl, kwok and the DRA example plugin (cached by version).
+	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) tests/harness/build.py
+
+cluster-up: harness ## Start a control plane with 3 fake nodes x 8 GPUs on loopback; prints the kubeconfig.
+	DRALAB_CACHE=$(DRALAB_CACHE) $(PY) tests/harness/cluster.py up --dir $(CLUSTER_DIR) \
+		$(if $(FEATURE_GATES),--feature-gates $(FEATURE_GATES))
+
+cluster-down: setup ## Stop the control plane started by cluster-up and remove its directory.
+	$(PY) tests/harness/cluster.py down --dir $(CLUSTER_DIR)
+
+test-integration: harness ## Integration tests against a real control plane (pytest starts and stops it).
+	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q tests/integration
 
 test: lint test-unit build ## Everything CI runs.
 

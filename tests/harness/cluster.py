@@ -1,0 +1,668 @@
+"""Start and stop a local Kubernetes control plane with fake GPU nodes.
+
+What runs (all on 127.0.0.1, random free ports, state in one directory):
+  etcd                      TLS with client certificates, data in DIR/etcd
+  kube-apiserver            Node,RBAC authorization, NodeRestriction,
+                            ResourceQuota and ServiceAccount admission,
+                            resource.k8s.io/v1
+  kube-controller-manager   every controller, per-controller service accounts
+  kube-scheduler            allocates ResourceClaims (DRA is GA in 1.35)
+  kwok                      makes the fake nodes Ready and their pods Running;
+                            it manages only nodes annotated kwok.x-k8s.io/node=fake,
+                            which this script creates
+  dra-example-kubeletplugin one per node, identity system:node:NAME, publishes
+                            that node's ResourceSlice (driver gpu.example.com)
+
+Usage:
+  python tests/harness/cluster.py up --dir DIR [--nodes node-1,node-2] [--feature-gates A,B=false]
+  python tests/harness/cluster.py down --dir DIR
+  python tests/harness/cluster.py status --dir DIR
+
+`up` prints the admin kubeconfig path and returns; the processes keep running
+in their own process groups, recorded in DIR/cluster.json. `down` stops them
+and removes DIR. If `up` fails, it prints the tail of each log, stops what it
+started and removes DIR (unless --keep-on-failure).
+
+Binaries come from tests/harness/build.py's cache (run it first, or pass
+--build). Needs the `kubernetes` and `cryptography` Python packages (both are
+in the project venv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import datetime
+import importlib.util
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+
+def _load_sibling(name: str, module_name: str):
+    """Import tests/harness/<name>.py under a unique name (PyPI has a `build` package too)."""
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+build = _load_sibling("build", "dralab_harness_build")  # where the binaries are
+
+DRIVER = "gpu.example.com"
+KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+SERVICE_CIDR = "10.96.0.0/16"
+SERVICE_IP = "10.96.0.1"  # first address of SERVICE_CIDR: the `kubernetes` Service
+DEFAULT_NODES = ("node-1", "node-2", "node-3")
+STATE_FILE = "cluster.json"
+MARKER = ".dralab-cluster"  # only a directory holding this file is ever removed
+MAX_SOCKET_PATH = 107  # sun_path is 108 bytes
+STOP_ORDER = (  # which processes `down` stops together, in this order
+    lambda name: name.startswith("plugin-") or name == "kwok",
+    lambda name: name in ("kube-controller-manager", "kube-scheduler"),
+    lambda name: name == "kube-apiserver",
+    lambda name: name == "etcd",
+)
+
+
+def log(msg: str) -> None:
+    print(f"[cluster] {msg}", file=sys.stderr, flush=True)
+
+
+class ClusterError(Exception):
+    pass
+
+
+# --- certificates ---------------------------------------------------------------
+
+class PKI:
+    """A throw-away CA and the certificates this cluster needs (ECDSA P-256)."""
+
+    def __init__(self, directory: Path):
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+        self.x509, self.hashes, self.ser, self.ec = x509, hashes, serialization, ec
+        self.EKU, self.NameOID = ExtendedKeyUsageOID, NameOID
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.ca_key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dralab-test-ca")])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        self.ca_cert = (
+            x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(self.ca_key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=7))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                         content_commitment=False, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False,
+                                         encipher_only=False, decipher_only=False), critical=True)
+            .sign(self.ca_key, hashes.SHA256())
+        )
+        self._write("ca", self.ca_cert, self.ca_key)
+
+    def _pem_key(self, key) -> bytes:
+        return key.private_bytes(self.ser.Encoding.PEM, self.ser.PrivateFormat.PKCS8,
+                                 self.ser.NoEncryption())
+
+    def _write(self, stem: str, cert, key) -> None:
+        (self.dir / f"{stem}.crt").write_bytes(cert.public_bytes(self.ser.Encoding.PEM))
+        keyfile = self.dir / f"{stem}.key"
+        keyfile.touch(mode=0o600)
+        keyfile.write_bytes(self._pem_key(key))
+
+    def path(self, stem: str, kind: str) -> Path:
+        return self.dir / f"{stem}.{kind}"
+
+    def pem(self, stem: str, kind: str) -> bytes:
+        return self.path(stem, kind).read_bytes()
+
+    def issue(self, stem: str, cn: str, orgs: tuple[str, ...] = (), *, server_names: tuple[str, ...] = (),
+              client: bool = True) -> None:
+        x509, NameOID = self.x509, self.NameOID
+        key = self.ec.generate_private_key(self.ec.SECP256R1())
+        attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+        now = datetime.datetime.now(datetime.timezone.utc)
+        usages = ([self.EKU.SERVER_AUTH] if server_names else []) + ([self.EKU.CLIENT_AUTH] if client else [])
+        builder = (
+            x509.CertificateBuilder().subject_name(x509.Name(attrs))
+            .issuer_name(self.ca_cert.subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=7))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        )
+        if server_names:
+            sans = []
+            for n in server_names:
+                try:
+                    sans.append(x509.IPAddress(ipaddress.ip_address(n)))
+                except ValueError:
+                    sans.append(x509.DNSName(n))
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        self._write(stem, builder.sign(self.ca_key, self.hashes.SHA256()), key)
+
+    def service_account_keys(self) -> None:
+        key = self.ec.generate_private_key(self.ec.SECP256R1())
+        keyfile = self.dir / "sa.key"
+        keyfile.touch(mode=0o600)
+        keyfile.write_bytes(self._pem_key(key))
+        (self.dir / "sa.pub").write_bytes(key.public_key().public_bytes(
+            self.ser.Encoding.PEM, self.ser.PublicFormat.SubjectPublicKeyInfo))
+
+
+def write_kubeconfig(path: Path, server: str, pki: PKI, stem: str) -> Path:
+    """A self-contained kubeconfig (JSON is valid YAML) for the client cert `stem`."""
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "dralab",
+        "clusters": [{"name": "dralab", "cluster": {
+            "server": server, "certificate-authority-data": b64(pki.pem("ca", "crt"))}}],
+        "users": [{"name": stem, "user": {
+            "client-certificate-data": b64(pki.pem(stem, "crt")),
+            "client-key-data": b64(pki.pem(stem, "key"))}}],
+        "contexts": [{"name": "dralab", "context": {"cluster": "dralab", "user": stem}}],
+    }
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    return path
+
+
+# --- processes ---------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_start_time(pid: int) -> str | None:
+    """Kernel start time of `pid` (to tell our process from a later one with the same pid)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":  # exited, waiting for its parent to reap it
+        return None
+    return fields[19]
+
+
+def alive(entry: dict) -> bool:
+    return proc_start_time(entry["pid"]) == entry["start_time"]
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+# --- the cluster -------------------------------------------------------------------------
+
+class Cluster:
+    def __init__(self, directory: str | Path, nodes=DEFAULT_NODES, feature_gates: str = "",
+                 num_devices: int = 8, timeout: float = 240, die_with_parent: bool = False):
+        """die_with_parent: the processes get SIGKILL if this process dies (even by
+        SIGKILL), for in-process use such as a pytest fixture. The CLI's `up` leaves
+        it off so the cluster outlives the command."""
+        self.dir = Path(directory).resolve()
+        self.die_with_parent = die_with_parent
+        self.nodes = list(nodes)
+        self.feature_gates = normalize_gates(feature_gates)
+        self.num_devices = num_devices
+        self.timeout = timeout
+        self.state: dict = {"procs": []}
+        self._popens: dict[int, subprocess.Popen] = {}
+
+    # paths
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "kubeconfig"
+
+    @property
+    def state_file(self) -> Path:
+        return self.dir / STATE_FILE
+
+    def load_state(self) -> dict:
+        self.state = json.loads(self.state_file.read_text())
+        return self.state
+
+    def _save_state(self) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2) + "\n")
+        os.replace(tmp, self.state_file)
+
+    def api_client(self):
+        from kubernetes import config
+        return config.new_client_from_config(config_file=str(self.kubeconfig))
+
+    # --- up -----------------------------------------------------------------------------
+    def up(self, keep_on_failure: bool = False) -> Path:
+        started = time.monotonic()
+        self._claim_dir()
+        try:
+            self._up()
+        except BaseException as exc:
+            log(f"up failed: {exc!r}")
+            if isinstance(exc, Exception):  # not for Ctrl-C / SIGTERM
+                self._print_logs()
+            self.down(remove=not keep_on_failure)
+            raise
+        self.state["up_seconds"] = round(time.monotonic() - started, 1)
+        self._save_state()
+        log(f"cluster up in {self.state['up_seconds']}s: kubeconfig {self.kubeconfig}")
+        return self.kubeconfig
+
+    def _claim_dir(self) -> None:
+        if self.dir.exists() and any(self.dir.iterdir()):
+            if (self.dir / MARKER).exists() and self.state_file.exists():
+                if any(alive(p) for p in self.load_state()["procs"]):
+                    raise ClusterError(f"a cluster is already running in {self.dir}; run `down` first")
+                self.down()  # leftovers of a dead cluster
+            else:
+                raise ClusterError(f"{self.dir} exists and is not empty; refusing to use it")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / MARKER).touch()
+        self.state = {"procs": [], "nodes": self.nodes, "feature_gates": self.feature_gates}
+        self._save_state()
+
+    def _up(self) -> None:
+        bins = {c: build.binary_path(build.BY_NAME[c]) for c in
+                ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
+                 "dra-example-kubeletplugin")}
+        missing = [str(p) for p in bins.values() if not p.is_file()]
+        if missing:
+            raise ClusterError(f"missing binaries (run tests/harness/build.py): {missing}")
+        kwok_stages = build.extra_files(build.BY_NAME["kwok"])[0]
+        for name in self.nodes:  # the plugin's sockets must fit in sun_path
+            sock = self._node_dir(name) / "plugins" / DRIVER / "dra.sock"
+            if len(str(sock)) > MAX_SOCKET_PATH:
+                raise ClusterError(f"{self.dir} is too long a path for unix sockets ({sock})")
+
+        ports = {k: free_port() for k in ("etcd", "etcd_peer", "apiserver", "kcm", "scheduler", "kwok")}
+        self.state["ports"] = ports
+        server = f"https://127.0.0.1:{ports['apiserver']}"
+        self.state["server"] = server
+        self._save_state()
+
+        log("certificates")
+        pki = PKI(self.dir / "pki")
+        pki.issue("etcd", "etcd", server_names=("127.0.0.1", "localhost"))  # server + client
+        pki.issue("apiserver", "kube-apiserver", server_names=(
+            "127.0.0.1", "localhost", SERVICE_IP, "kubernetes", "kubernetes.default",
+            "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"), client=False)
+        pki.issue("front-proxy-client", "front-proxy-client")  # aggregation-layer client
+        pki.issue("admin", "kubernetes-admin", ("system:masters",))
+        pki.issue("kube-controller-manager", "system:kube-controller-manager")
+        pki.issue("kube-scheduler", "system:kube-scheduler")
+        pki.issue("kwok", "dralab:kwok", ("system:masters",))
+        for name in self.nodes:
+            pki.issue(f"node-{name}", f"system:node:{name}", ("system:nodes",))
+        pki.service_account_keys()
+        kc = self.dir / "kubeconfigs"
+        kc.mkdir(exist_ok=True)
+        write_kubeconfig(self.kubeconfig, server, pki, "admin")
+        for stem in ("kube-controller-manager", "kube-scheduler", "kwok", *[f"node-{n}" for n in self.nodes]):
+            write_kubeconfig(kc / f"{stem}.kubeconfig", server, pki, stem)
+
+        def p(stem: str, kind: str) -> str:
+            return str(pki.path(stem, kind))
+
+        gates = [f"--feature-gates={self.feature_gates}"] if self.feature_gates else []
+
+        etcd_url = f"https://127.0.0.1:{ports['etcd']}"
+        peer_url = f"https://127.0.0.1:{ports['etcd_peer']}"
+        self._start("etcd", [
+            bins["etcd"], "--name=dralab", f"--data-dir={self.dir / 'etcd'}",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=dralab={peer_url}", "--initial-cluster-state=new",
+            f"--cert-file={p('etcd', 'crt')}", f"--key-file={p('etcd', 'key')}",
+            f"--trusted-ca-file={p('ca', 'crt')}", "--client-cert-auth",
+            f"--peer-cert-file={p('etcd', 'crt')}", f"--peer-key-file={p('etcd', 'key')}",
+            f"--peer-trusted-ca-file={p('ca', 'crt')}", "--peer-client-cert-auth",
+            "--unsafe-no-fsync",  # throw-away data: do not wait for the disk
+            "--log-level=warn",
+        ])
+        self._wait_https("etcd", f"{etcd_url}/health", pki, "etcd", expect='"health":"true"')
+
+        self._start("kube-apiserver", [
+            bins["kube-apiserver"], "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={ports['apiserver']}", f"--cert-dir={self.dir / 'pki'}",
+            f"--tls-cert-file={p('apiserver', 'crt')}", f"--tls-private-key-file={p('apiserver', 'key')}",
+            f"--client-ca-file={p('ca', 'crt')}",
+            f"--etcd-servers={etcd_url}", f"--etcd-cafile={p('ca', 'crt')}",
+            f"--etcd-certfile={p('etcd', 'crt')}", f"--etcd-keyfile={p('etcd', 'key')}",
+            "--authorization-mode=Node,RBAC",
+            "--enable-admission-plugins=NodeRestriction,ResourceQuota,ServiceAccount",
+            "--runtime-config=resource.k8s.io/v1=true",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.dir / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki.dir / 'sa.key'}",
+            "--allow-privileged=true",
+            # Request-header authentication for the aggregation layer; without
+            # it the controller manager and scheduler log errors forever.
+            f"--requestheader-client-ca-file={p('ca', 'crt')}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={p('front-proxy-client', 'crt')}",
+            f"--proxy-client-key-file={p('front-proxy-client', 'key')}",
+            # The `kubernetes` Endpoints may not point at loopback; nothing in
+            # this cluster needs them.
+            "--endpoint-reconciler-type=none",
+            "--profiling=false",
+            *gates,
+        ])
+        self._wait_https("kube-apiserver", f"{server}/readyz", pki, "admin", expect="ok")
+
+        for name, port, extra in (
+            ("kube-controller-manager", ports["kcm"], [
+                "--controllers=*", "--use-service-account-credentials=true",
+                f"--root-ca-file={p('ca', 'crt')}",
+                f"--service-account-private-key-file={pki.dir / 'sa.key'}",
+                f"--cluster-signing-cert-file={p('ca', 'crt')}",
+                f"--cluster-signing-key-file={p('ca', 'key')}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+            ]),
+            ("kube-scheduler", ports["scheduler"], []),
+        ):
+            kubeconfig = kc / f"{name}.kubeconfig"
+            self._start(name, [
+                bins[name], f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1", f"--secure-port={port}", "--leader-elect=false",
+                *extra, *gates,
+            ])
+        for name, port in (("kube-controller-manager", ports["kcm"]), ("kube-scheduler", ports["scheduler"])):
+            self._wait_https(name, f"https://127.0.0.1:{port}/healthz", None, None, expect="ok")
+
+        api = self.api_client()
+        self._create_nodes(api)
+        kwok_home = self.dir / "kwok-home"  # kwok also reads ~/.kwok/kwok.yaml: keep it out
+        kwok_home.mkdir(exist_ok=True)
+        self._start("kwok", [
+            bins["kwok"], f"--config={kwok_stages}", f"--kubeconfig={kc / 'kwok.kubeconfig'}",
+            "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}=fake",
+            f"--server-address=127.0.0.1:{ports['kwok']}",
+            "--node-ip=127.0.0.1", f"--node-port={ports['kwok']}",
+        ], env={"HOME": str(kwok_home)})
+        self._wait("nodes Ready", lambda: self._nodes_ready(api))
+        self._wait("ServiceAccount default/default", lambda: self._default_sa(api))
+
+        for name in self.nodes:
+            nd = self._node_dir(name)
+            for sub in ("registry", "plugins", "cdi"):
+                (nd / sub).mkdir(parents=True, exist_ok=True)
+            self._start(f"plugin-{name}", [
+                bins["dra-example-kubeletplugin"], f"--node-name={name}",
+                f"--num-devices={self.num_devices}", "--device-profile=gpu",
+                f"--kubeconfig={kc / f'node-{name}.kubeconfig'}",
+                f"--kubelet-registrar-directory-path={nd / 'registry'}",
+                f"--kubelet-plugins-directory-path={nd / 'plugins'}",
+                f"--cdi-root={nd / 'cdi'}",
+            ])
+        self._wait(f"{len(self.nodes)} ResourceSlices with {self.num_devices} devices",
+                   lambda: self._slices_ready(api))
+
+    def _node_dir(self, name: str) -> Path:
+        return self.dir / "nodes" / name
+
+    def _start(self, name: str, cmd: list, env: dict | None = None) -> None:
+        logs = self.dir / "logs"
+        logs.mkdir(exist_ok=True)
+        logfile = logs / f"{name}.log"
+        with open(logfile, "ab") as out:
+            proc = subprocess.Popen(
+                [str(c) for c in cmd], stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                cwd=self.dir, env={**os.environ, **(env or {})},
+                start_new_session=True,  # own process group: `down` stops it and its children
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
+            )
+        self._popens[proc.pid] = proc
+        self.state["procs"].append({"name": name, "pid": proc.pid, "pgid": proc.pid,
+                                    "start_time": proc_start_time(proc.pid), "log": str(logfile)})
+        self._save_state()
+        log(f"started {name} (pid {proc.pid})")
+
+    def _check_procs(self) -> None:
+        for entry in self.state["procs"]:
+            proc = self._popens.get(entry["pid"])
+            code = proc.poll() if proc else (None if alive(entry) else "?")
+            if code is not None:
+                raise ClusterError(f"{entry['name']} exited ({code}); log {entry['log']}:\n"
+                                   + log_tail(Path(entry["log"])))
+
+    def _wait(self, what: str, ready, interval: float = 0.5) -> None:
+        deadline = time.monotonic() + self.timeout
+        started = time.monotonic()
+        last_err = None
+        while time.monotonic() < deadline:
+            self._check_procs()
+            try:
+                if ready():
+                    log(f"{what}: ready after {time.monotonic() - started:.1f}s")
+                    return
+            except Exception as exc:  # not up yet: connection refused, 403 while RBAC settles...
+                last_err = exc
+            time.sleep(interval)
+        raise ClusterError(f"timed out after {self.timeout}s waiting for {what} (last error: {last_err!r})")
+
+    def _wait_https(self, what: str, url: str, pki: PKI | None, client: str | None, expect: str) -> None:
+        if pki:
+            ctx = ssl.create_default_context(cafile=str(pki.path("ca", "crt")))
+            ctx.load_cert_chain(pki.path(client, "crt"), pki.path(client, "key"))
+        else:  # kcm/scheduler serve /healthz with a self-signed in-memory cert
+            ctx = ssl._create_unverified_context()  # noqa: S323 (our own process on loopback)
+
+        def ok() -> bool:
+            with urllib.request.urlopen(url, context=ctx, timeout=5) as resp:
+                return expect in resp.read().decode()
+        self._wait(what, ok)
+
+    def _create_nodes(self, api) -> None:
+        from kubernetes import client
+        core = client.CoreV1Api(api)
+        for name in self.nodes:
+            core.create_node({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {KWOK_ANNOTATION: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                    "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                               "kubernetes.io/arch": "amd64", "type": "kwok"},
+                },
+                "status": {
+                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                    # The client wants every nodeInfo field; kwok keeps non-empty ones.
+                    "nodeInfo": {"kubeletVersion": "v1.35.4", "kubeProxyVersion": "",
+                                 "containerRuntimeVersion": "kwok", "kernelVersion": "",
+                                 "osImage": "", "operatingSystem": "linux", "architecture": "amd64",
+                                 "bootID": "", "machineID": "", "systemUUID": ""},
+                },
+            })
+
+    def _nodes_ready(self, api) -> bool:
+        from kubernetes import client
+        nodes = client.CoreV1Api(api).list_node().items
+        ready = {n.metadata.name for n in nodes
+                 if any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])}
+        return set(self.nodes) <= ready
+
+    def _default_sa(self, api) -> bool:
+        from kubernetes import client
+        client.CoreV1Api(api).read_namespaced_service_account("default", "default")
+        return True
+
+    def _slices_ready(self, api) -> bool:
+        counts = self.devices_per_node(api)
+        return all(counts.get(name) == self.num_devices for name in self.nodes)
+
+    def devices_per_node(self, api) -> dict[str, int]:
+        from kubernetes import client
+        counts: dict[str, int] = {}
+        for s in client.ResourceV1Api(api).list_resource_slice().items:
+            if s.spec.driver == DRIVER and s.spec.node_name:
+                counts[s.spec.node_name] = counts.get(s.spec.node_name, 0) + len(s.spec.devices or [])
+        return counts
+
+    def _print_logs(self) -> None:
+        for entry in self.state.get("procs", []):
+            log(f"--- last lines of {entry['name']} ({entry['log']}) ---\n{log_tail(Path(entry['log']))}")
+
+    # --- down ---------------------------------------------------------------------------
+    def down(self, remove: bool = True, grace: float = 10) -> None:
+        if not self.state.get("procs") and self.state_file.exists():
+            self.load_state()
+        procs = [e for e in self.state.get("procs", []) if alive(e)]
+        # Clients first, etcd last: an API server whose etcd is gone shuts down slowly.
+        for tier in STOP_ORDER:
+            self._stop([e for e in procs if tier(e["name"])], grace)
+        if procs:
+            log(f"stopped {len(procs)} processes")
+        if remove and (self.dir / MARKER).exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+            log(f"removed {self.dir}")
+
+    def _stop(self, entries: list[dict], grace: float) -> None:
+        """SIGTERM the process groups, wait up to `grace` seconds, then SIGKILL."""
+        for entry in entries:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(entry["pgid"], signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for entry in entries:
+            while alive(entry) and time.monotonic() < deadline:
+                self._reap(entry["pid"])
+                time.sleep(0.05)
+            if alive(entry):
+                log(f"{entry['name']} still running {grace}s after SIGTERM; killing")
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(entry["pgid"], signal.SIGKILL)
+            self._reap(entry["pid"], block=True)
+
+    def _reap(self, pid: int, block: bool = False) -> None:
+        proc = self._popens.get(pid)
+        if proc is None:
+            return
+        try:
+            proc.wait(timeout=5 if block else 0.01)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def remove_stale(parent: Path, prefix: str, min_age: float = 600) -> None:
+    """Remove clusters under parent/prefix* left by a killed run: only directories
+    this script created, whose processes are all gone, untouched for min_age seconds."""
+    for d in Path(parent).glob(f"{prefix}*"):
+        state = d / STATE_FILE
+        try:
+            if not (d / MARKER).exists() or time.time() - state.stat().st_mtime < min_age:
+                continue
+            if not any(alive(p) for p in json.loads(state.read_text())["procs"]):
+                Cluster(d).down()
+        except (OSError, ValueError, KeyError):
+            continue
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to kill it when the parent dies (the data
+    is throw-away; a graceful stop of the API server hangs once etcd is gone)."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds through up()'s cleanup
+
+
+def normalize_gates(spec: str) -> str:
+    """'A,B=false' -> 'A=true,B=false'."""
+    out = []
+    for item in filter(None, (s.strip() for s in (spec or "").split(","))):
+        out.append(item if "=" in item else f"{item}=true")
+    return ",".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    sub = parser.add_subparsers(dest="command", required=True)
+    up = sub.add_parser("up", help="start the cluster, print the kubeconfig path")
+    up.add_argument("--dir", required=True, help="state directory (created; must be empty or absent)")
+    up.add_argument("--nodes", default=",".join(DEFAULT_NODES), help="comma-separated node names")
+    up.add_argument("--feature-gates", default="", help="e.g. DRAConsumableCapacity,DRADeviceTaints=false")
+    up.add_argument("--num-devices", type=int, default=8, help="emulated GPUs per node")
+    up.add_argument("--timeout", type=float, default=240, help="seconds to wait for each step")
+    up.add_argument("--build", action="store_true", help="build missing binaries first")
+    up.add_argument("--keep-on-failure", action="store_true", help="keep DIR (logs) if up fails")
+    down = sub.add_parser("down", help="stop the cluster and remove DIR")
+    down.add_argument("--dir", required=True)
+    down.add_argument("--keep", action="store_true", help="stop the processes but keep DIR")
+    status = sub.add_parser("status", help="show the processes and devices")
+    status.add_argument("--dir", required=True)
+    args = parser.parse_args(argv)
+
+    if args.command == "up":
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        if args.build:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout is for the kubeconfig path
+                if build.main([]) != 0:
+                    return 1
+        cluster = Cluster(args.dir, nodes=[n for n in args.nodes.split(",") if n],
+                          feature_gates=args.feature_gates, num_devices=args.num_devices,
+                          timeout=args.timeout)
+        try:
+            print(cluster.up(keep_on_failure=args.keep_on_failure))
+        except (ClusterError, KeyboardInterrupt) as exc:
+            log(f"FAILED: {exc}")
+            return 1
+        return 0
+
+    cluster = Cluster(args.dir)
+    if not cluster.state_file.exists():
+        log(f"no cluster in {cluster.dir}")
+        return 0 if args.command == "down" else 1
+    state = cluster.load_state()
+    if args.command == "down":
+        cluster.down(remove=not args.keep)
+        return 0
+    for entry in state["procs"]:
+        print(f"{entry['name']:28} pid {entry['pid']:<8} {'running' if alive(entry) else 'DEAD'}")
+    print(f"kubeconfig {cluster.kubeconfig}")
+    try:
+        print(f"devices per node: {cluster.devices_per_node(cluster.api_client())}")
+    except Exception as exc:  # the API server may be down
+        print(f"API not reachable: {exc}")
+    return 0 if all(alive(e) for e in state["procs"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
