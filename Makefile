@@ -47,6 +47,7 @@ $(REGISTRY_BIN):
 	$(REGISTRY_BIN) --version
 
 test-tools: setup $(REGISTRY_BIN) ## Non-Python test tools (Debian packages unpacked into the cache).
+	command -v systemd-analyze >/dev/null || { apt-get update -qq && apt-get install -y -qq systemd; }
 
 yamllint: setup ## YAML style.
 	$(BIN)/yamllint -s .

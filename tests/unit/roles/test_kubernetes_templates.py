@@ -1,0 +1,163 @@
+"""Templates and derived settings of the kubernetes role, rendered as Ansible would."""
+
+from __future__ import annotations
+
+import subprocess
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from render import REPO, render_role_template, role_defaults
+
+ROLE = 'kubernetes'
+FACTS = {'ansible_facts': {'architecture': 'x86_64', 'os_family': 'Debian'}}
+
+
+def role_vars(os_family: str = 'Debian', **overrides) -> dict:
+    """vars/main.yml and vars/<os_family>.yml (as the role loads them), facts, then overrides."""
+    variables = {}
+    for name in ('main.yml', os_family + '.yml'):
+        variables.update(DataLoader().load_from_file(str(REPO / 'roles' / ROLE / 'vars' / name)) or {})
+    variables.update(FACTS)
+    variables.update(overrides)
+    return variables
+
+
+def trusted(value):
+    """Mark strings as templates, recursively, as Ansible does for variables from role files."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {key: trusted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [trusted(item) for item in value]
+    return value
+
+
+def render(template: str, os_family: str = 'Debian', **overrides) -> str:
+    return render_role_template(ROLE, template, role_vars(os_family, **overrides))
+
+
+def evaluate(expression: str, **overrides):
+    """Template one expression with the role defaults, vars and overrides (as a task would see it)."""
+    variables = dict(role_defaults(ROLE))
+    variables.update(trusted(role_vars(**overrides)))
+    loader = DataLoader()
+    loader.set_basedir(str(REPO / 'roles' / ROLE))
+    return Templar(loader=loader, variables=variables).template(trust_as_template('{{ %s }}' % expression))
+
+
+def parse_unit(text: str) -> dict[str, list[tuple[str, str]]]:
+    """Parse a systemd unit: section name to its (key, value) lines, repeats kept in order."""
+    sections: dict[str, list[tuple[str, str]]] = {}
+    current = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(('#', ';')):
+            continue
+        if line.startswith('[') and line.endswith(']'):
+            current = sections.setdefault(line[1:-1], [])
+            continue
+        assert current is not None, 'key outside a section: %r' % line
+        key, sep, value = line.partition('=')
+        assert sep, 'not a key=value line: %r' % line
+        current.append((key.strip(), value.strip()))
+    return sections
+
+
+def values(section: list[tuple[str, str]], key: str) -> list[str]:
+    return [value for name, value in section if name == key]
+
+
+# kubelet.service and the kubeadm drop-in
+
+
+def test_kubelet_unit_runs_the_installed_kubelet():
+    unit = parse_unit(render('kubelet.service.j2'))
+    assert values(unit['Service'], 'ExecStart') == ['/usr/local/bin/kubelet']
+    assert values(unit['Service'], 'Restart') == ['always']
+    assert values(unit['Unit'], 'Wants') == ['network-online.target']
+    assert values(unit['Install'], 'WantedBy') == ['multi-user.target']
+
+
+def test_kubeadm_dropin_has_the_kubeadm_arguments():
+    service = parse_unit(render('10-kubeadm.conf.j2'))['Service']
+    environment = dict(value.strip('"').split('=', 1) for value in values(service, 'Environment'))
+    assert environment['KUBELET_KUBECONFIG_ARGS'] == (
+        '--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf')
+    assert environment['KUBELET_CONFIG_ARGS'] == '--config=/var/lib/kubelet/config.yaml'
+    assert values(service, 'EnvironmentFile') == ['-/var/lib/kubelet/kubeadm-flags.env', '-/etc/default/kubelet']
+    # The first, empty ExecStart resets the one of kubelet.service.
+    assert values(service, 'ExecStart') == [
+        '',
+        '/usr/local/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS'
+        ' $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS',
+    ]
+
+
+def test_kubeadm_dropin_reads_sysconfig_on_the_redhat_family():
+    service = parse_unit(render('10-kubeadm.conf.j2', os_family='RedHat'))['Service']
+    assert values(service, 'EnvironmentFile')[-1] == '-/etc/sysconfig/kubelet'
+
+
+def test_units_follow_the_binary_folder():
+    assert values(parse_unit(render('kubelet.service.j2', kubernetes_bin_dir='/opt/k8s/bin'))['Service'],
+                  'ExecStart') == ['/opt/k8s/bin/kubelet']
+    assert values(parse_unit(render('10-kubeadm.conf.j2', kubernetes_bin_dir='/opt/k8s/bin'))['Service'],
+                  'ExecStart')[1].startswith('/opt/k8s/bin/kubelet ')
+
+
+@pytest.mark.parametrize('extra', ['', '--node-ip=192.0.2.11', '--node-ip=192.0.2.11 --v=2'])
+def test_kubelet_environment_file_carries_the_extra_arguments(extra):
+    lines = [line for line in render('kubelet.env.j2', kubernetes_kubelet_extra_args=extra).splitlines()
+             if line and not line.startswith('#')]
+    assert lines == ['KUBELET_EXTRA_ARGS=' + extra]
+
+
+# Download URLs and checksums
+
+
+def test_binaries_come_from_dl_k8s_io_with_their_sha256_files():
+    assert evaluate('kubernetes_version') == '1.35.4'
+    base = evaluate('__kubernetes_binary_base')
+    assert base == 'https://dl.k8s.io/release/v1.35.4/bin/linux/amd64'
+    assert evaluate('__kubernetes_release') == 'v1.35.4 linux/amd64'
+
+
+def test_lab_wide_version_and_files_mirror():
+    base = evaluate('__kubernetes_binary_base', dralab_kubernetes_version='1.35.2',
+                    dralab_download_mirror='http://10.88.0.1:8080/')
+    assert base == 'http://10.88.0.1:8080/dl.k8s.io/release/v1.35.2/bin/linux/amd64'
+
+
+def test_arm64():
+    assert evaluate('__kubernetes_binary_base', ansible_facts={'architecture': 'aarch64', 'os_family': 'Debian'}) \
+        .endswith('/bin/linux/arm64')
+    assert evaluate('__kubernetes_binary_base', kubernetes_arch='arm64').endswith('/bin/linux/arm64')
+
+
+def test_checksum_is_the_sha256_file_unless_pinned():
+    assert evaluate('__kubernetes_url', __kubernetes_binary='kubeadm') == (
+        'https://dl.k8s.io/release/v1.35.4/bin/linux/amd64/kubeadm')
+    assert evaluate('__kubernetes_checksum', __kubernetes_binary='kubeadm') == (
+        'sha256:https://dl.k8s.io/release/v1.35.4/bin/linux/amd64/kubeadm.sha256')
+    pinned = 'sha256:' + 'b' * 64
+    assert evaluate('__kubernetes_checksum', __kubernetes_binary='kubelet',
+                    kubernetes_checksums={'kubelet': pinned}) == pinned
+    assert evaluate('__kubernetes_checksum', __kubernetes_binary='kubectl',
+                    kubernetes_checksums={'kubelet': pinned}).endswith('/kubectl.sha256')
+
+
+def test_units_pass_systemd_analyze_verify(tmp_path):
+    binary = tmp_path / 'bin' / 'kubelet'
+    binary.parent.mkdir()
+    binary.write_text('#!/bin/sh\n')
+    binary.chmod(0o755)
+    (tmp_path / 'kubelet.service').write_text(render('kubelet.service.j2', kubernetes_bin_dir=str(binary.parent)))
+    (tmp_path / 'kubelet.service.d').mkdir()
+    (tmp_path / 'kubelet.service.d' / '10-kubeadm.conf').write_text(
+        render('10-kubeadm.conf.j2', kubernetes_bin_dir=str(binary.parent)))
+    result = subprocess.run(['systemd-analyze', 'verify', '--man=no', str(tmp_path / 'kubelet.service')],
+                            capture_output=True, text=True, check=False,
+                            env={'SYSTEMD_UNIT_PATH': '%s:' % tmp_path, 'PATH': '/usr/bin:/bin'})
+    assert str(tmp_path) not in result.stdout + result.stderr, result.stderr
