@@ -63,8 +63,10 @@ lint: yamllint ansible-lint sanity ## Everything static: yamllint, ansible-lint,
 test-unit: test-tools ## Unit tests: module_utils, filters, templates.
 	$(BIN)/pytest -q tests/unit
 
-build: setup ## Build the collection tarball.
+build: setup ## Build the collection tarball and render every doc from the installed copy.
+	rm -rf $(DRALAB_CACHE)/dist
 	$(BIN)/ansible-galaxy collection build --force --output-path $(DRALAB_CACHE)/dist .
+	$(PY) tests/sanity/check_installed_docs.py $(DRALAB_CACHE)/dist/dralab-workshop-*.tar.gz
 
 # --- integration tier: upstream binaries from the Go module proxy + a local control plane
 CLUSTER_DIR ?= $(DRALAB_CACHE)/cluster
