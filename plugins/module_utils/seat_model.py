@@ -1,0 +1,251 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The Kubernetes objects of workshop seats, built as plain dicts.
+
+A seat NAME owns the namespace NAME, in which it has the ServiceAccount NAME,
+a RoleBinding of that account to the ClusterRole ``edit``, a ResourceQuota that
+caps DRA devices per DeviceClass and ResourceClaims, and a Secret that the
+seat's tokens are bound to (deleting the Secret revokes them). One ClusterRole
+lets every seat read DeviceClasses, ResourceSlices and Nodes; one
+ClusterRoleBinding lists all seat ServiceAccounts.
+
+Everything here is pure: the seat_objects, seat_tokens and seat_cleanup modules
+use it, and so do the unit tests.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import (
+    is_dns1123_subdomain,
+    seat_name_problem,
+)
+
+MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
+MANAGED_BY = 'dralab.workshop'
+SEAT_LABEL = 'dralab.workshop/seat'
+DESCRIPTION_ANNOTATION = 'dralab.workshop/description'
+# A namespace with this label may request admin access to devices (DRAAdminAccess):
+# a seat namespace never gets it.
+ADMIN_ACCESS_LABEL = 'resource.kubernetes.io/admin-access'
+POD_SECURITY_LABEL = 'pod-security.kubernetes.io/enforce'
+POD_SECURITY_LEVELS = ('privileged', 'baseline', 'restricted')
+
+# Label selector of every seat namespace this collection created.
+SEAT_NAMESPACE_SELECTOR = '%s=%s,%s' % (MANAGED_BY_LABEL, MANAGED_BY, SEAT_LABEL)
+
+TOKEN_SECRET_NAME = 'dralab-seat-token'
+ROLE_BINDING_NAME = 'dralab-seat-edit'
+QUOTA_NAME = 'dralab-seat-quota'
+DEFAULT_EDIT_CLUSTER_ROLE = 'edit'
+DEFAULT_READER_NAME = 'dralab-seat-dra-reader'
+
+CLAIM_COUNT_KEY = 'count/resourceclaims.resource.k8s.io'
+DEVICE_QUOTA_SUFFIX = '.deviceclass.resource.k8s.io/devices'
+
+READER_RULES = (
+    {'apiGroups': ['resource.k8s.io'], 'resources': ['deviceclasses', 'resourceslices'],
+     'verbs': ['get', 'list', 'watch']},
+    {'apiGroups': [''], 'resources': ['nodes'], 'verbs': ['get', 'list', 'watch']},
+)
+
+
+def managed_labels(seat=None):
+    labels = {MANAGED_BY_LABEL: MANAGED_BY}
+    if seat is not None:
+        labels[SEAT_LABEL] = seat
+    return labels
+
+
+def is_managed(obj):
+    """Whether an API object carries the managed-by label of this collection."""
+    labels = ((obj or {}).get('metadata') or {}).get('labels') or {}
+    return labels.get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def seat_of(namespace_obj):
+    """The seat a namespace object belongs to (our labels), or None."""
+    if not is_managed(namespace_obj):
+        return None
+    return ((namespace_obj.get('metadata') or {}).get('labels') or {}).get(SEAT_LABEL)
+
+
+def device_quota_key(device_class):
+    """ResourceQuota key that caps the devices a namespace requests from one DeviceClass."""
+    return device_class + DEVICE_QUOTA_SUFFIX
+
+
+def _count(value, what):
+    if isinstance(value, bool):
+        raise ValueError('%s must be a whole number, got %r' % (what, value))
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValueError('%s must be a whole number, got %r' % (what, value)) from None
+    if number < 0 or str(number) != str(value).strip():
+        raise ValueError('%s must be a whole number of 0 or more, got %r' % (what, value))
+    return number
+
+
+def quota_hard(device_classes, devices_per_seat=1, devices_per_class=None, claims_per_seat=2, extra=None):
+    """spec.hard of a seat's ResourceQuota: one devices key per DeviceClass plus the claim count.
+
+    devices_per_class overrides devices_per_seat for the classes it names; extra adds
+    other quota keys (pods, requests.cpu...) and may not redefine the DRA keys.
+    """
+    devices_per_class = devices_per_class or {}
+    extra = extra or {}
+    default = _count(devices_per_seat, 'devices_per_seat')
+    unknown = sorted(set(devices_per_class) - set(device_classes))
+    if unknown:
+        raise ValueError('devices_per_class names DeviceClasses that get no quota: %s (known: %s)'
+                         % (', '.join(unknown), ', '.join(sorted(device_classes)) or 'none'))
+    hard = {}
+    for name in device_classes:
+        if not is_dns1123_subdomain(name):
+            raise ValueError('DeviceClass name %r is not a DNS-1123 subdomain' % (name,))
+        if len(device_quota_key(name).split('/')[0]) > 253:
+            raise ValueError('DeviceClass name %r is too long for a ResourceQuota key' % (name,))
+        value = devices_per_class.get(name, default)
+        hard[device_quota_key(name)] = str(_count(value, 'devices_per_class[%s]' % name))
+    hard[CLAIM_COUNT_KEY] = str(_count(claims_per_seat, 'claims_per_seat'))
+    for key, value in extra.items():
+        if key in hard:
+            raise ValueError('quota_extra may not redefine %s (set it with the devices/claims options)' % key)
+        if value is None or isinstance(value, (bool, dict, list)) or str(value).strip() == '':
+            raise ValueError('quota_extra[%s] must be a quantity such as 10 or 2Gi, got %r' % (key, value))
+        hard[str(key)] = str(value).strip()
+    return hard
+
+
+def namespace_object(seat, pod_security='baseline'):
+    labels = managed_labels(seat)
+    if pod_security:
+        labels[POD_SECURITY_LABEL] = pod_security
+    return {
+        'apiVersion': 'v1', 'kind': 'Namespace',
+        'metadata': {'name': seat, 'labels': labels},
+    }
+
+
+def service_account_object(seat):
+    return {
+        'apiVersion': 'v1', 'kind': 'ServiceAccount',
+        'metadata': {'name': seat, 'namespace': seat, 'labels': managed_labels(seat)},
+    }
+
+
+def token_secret_object(seat, secret_name=TOKEN_SECRET_NAME):
+    return {
+        'apiVersion': 'v1', 'kind': 'Secret', 'type': 'Opaque',
+        'metadata': {
+            'name': secret_name, 'namespace': seat, 'labels': managed_labels(seat),
+            'annotations': {DESCRIPTION_ANNOTATION: 'The tokens of seat %s are bound to this Secret: '
+                                                    'deleting it revokes them.' % seat},
+        },
+    }
+
+
+def role_binding_object(seat, cluster_role=DEFAULT_EDIT_CLUSTER_ROLE):
+    return {
+        'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'RoleBinding',
+        'metadata': {'name': ROLE_BINDING_NAME, 'namespace': seat, 'labels': managed_labels(seat)},
+        'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': cluster_role},
+        'subjects': [{'kind': 'ServiceAccount', 'name': seat, 'namespace': seat}],
+    }
+
+
+def resource_quota_object(seat, hard):
+    return {
+        'apiVersion': 'v1', 'kind': 'ResourceQuota',
+        'metadata': {'name': QUOTA_NAME, 'namespace': seat, 'labels': managed_labels(seat)},
+        'spec': {'hard': dict(hard)},
+    }
+
+
+def reader_cluster_role(name=DEFAULT_READER_NAME, extra_rules=None):
+    return {
+        'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRole',
+        'metadata': {'name': name, 'labels': managed_labels(),
+                     'annotations': {DESCRIPTION_ANNOTATION: 'Lets workshop seats read DeviceClasses, '
+                                                             'ResourceSlices and Nodes.'}},
+        'rules': [dict(rule) for rule in READER_RULES] + [dict(rule) for rule in (extra_rules or [])],
+    }
+
+
+def reader_cluster_role_binding(seats, name=DEFAULT_READER_NAME):
+    return {
+        'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRoleBinding',
+        'metadata': {'name': name, 'labels': managed_labels()},
+        'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': name},
+        'subjects': [{'kind': 'ServiceAccount', 'name': seat, 'namespace': seat} for seat in seats],
+    }
+
+
+def seat_problems(seats):
+    """Messages about seat names that cannot be used (bad names, duplicates)."""
+    problems = []
+    if not isinstance(seats, (list, tuple)):
+        return ['seats must be a list of names, got %r' % (seats,)]
+    seen = set()
+    for index, seat in enumerate(seats):
+        problem = seat_name_problem(seat)
+        if problem:
+            problems.append('seat %d: %s' % (index + 1, problem))
+        elif seat in seen:
+            problems.append('seat %d: %s is listed twice' % (index + 1, seat))
+        else:
+            seen.add(seat)
+    return problems
+
+
+def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_class=None, claims_per_seat=2,
+                       quota_extra=None, pod_security='baseline', edit_cluster_role=DEFAULT_EDIT_CLUSTER_ROLE,
+                       reader_name=DEFAULT_READER_NAME, reader_extra_rules=None, secret_name=TOKEN_SECRET_NAME):
+    """Every object of every seat, in an order the API server accepts (namespaces first).
+
+    Raises ValueError with a message naming the bad value.
+    """
+    problems = seat_problems(seats)
+    if problems:
+        raise ValueError('; '.join(problems))
+    if pod_security and pod_security not in POD_SECURITY_LEVELS:
+        raise ValueError('pod_security must be one of %s or empty, got %r' % (', '.join(POD_SECURITY_LEVELS), pod_security))
+    classes = []
+    for name in device_classes or []:
+        if name not in classes:
+            classes.append(name)
+    hard = quota_hard(classes, devices_per_seat, devices_per_class, claims_per_seat, quota_extra)
+    objects = [namespace_object(seat, pod_security) for seat in seats]
+    objects.append(reader_cluster_role(reader_name, reader_extra_rules))
+    objects.append(reader_cluster_role_binding(seats, reader_name))
+    for seat in seats:
+        objects.append(service_account_object(seat))
+        objects.append(token_secret_object(seat, secret_name))
+        objects.append(role_binding_object(seat, edit_cluster_role))
+        objects.append(resource_quota_object(seat, hard))
+    return objects
+
+
+def namespace_findings(seats, namespaces):
+    """Compare the wanted seats with the Namespace objects of the cluster.
+
+    Returns a dict:
+      foreign: seat names whose namespace exists but is not managed by this collection;
+      admin_access: seat namespaces that carry the DRA admin-access label;
+      stale: seat namespaces of this collection whose seat is no longer configured.
+    """
+    wanted = set(seats)
+    foreign, admin_access, stale = [], [], []
+    for ns in namespaces or []:
+        meta = ns.get('metadata') or {}
+        name = meta.get('name')
+        labels = meta.get('labels') or {}
+        if name in wanted:
+            if not is_managed(ns):
+                foreign.append(name)
+            elif ADMIN_ACCESS_LABEL in labels:
+                admin_access.append(name)
+        elif seat_of(ns) is not None:
+            stale.append(name)
+    return {'foreign': sorted(foreign), 'admin_access': sorted(admin_access), 'stale': sorted(stale)}

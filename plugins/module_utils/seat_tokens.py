@@ -1,0 +1,332 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Time-bound tokens and kubeconfigs of workshop seats.
+
+Each seat's token is a TokenRequest token of the seat's ServiceAccount, bound
+to the seat's Secret (deleting the Secret, or recreating the ServiceAccount,
+revokes it). A token stored in the seat's kubeconfig is reused while it is
+still valid: its payload (decoded, not verified) names the same namespace,
+ServiceAccount (name and uid) and Secret (name and uid) as the cluster has
+now, and it expires later than now plus a renewal margin. Otherwise a new
+token is requested. Kubeconfig files are only rewritten when their content
+changes, so a second run reports no change.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import tempfile
+import time
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - PyYAML comes with Ansible and the kubernetes client
+    HAS_YAML = False
+
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import TOKEN_SECRET_NAME
+
+# TokenRequest refuses shorter lifetimes.
+MIN_EXPIRATION_SECONDS = 600
+DEFAULT_CLUSTER_NAME = 'dralab'
+
+
+def format_time(epoch):
+    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch))
+
+
+def decode_jwt_payload(token):
+    """The claims of a JWT as a dict, without verifying the signature. Raises ValueError."""
+    if not isinstance(token, str):
+        raise ValueError('the token is not a string')
+    parts = token.strip().split('.')
+    if len(parts) != 3 or not parts[1]:
+        raise ValueError('the token is not a JWT (header.payload.signature)')
+    payload = parts[1] + '=' * (-len(parts[1]) % 4)
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload.encode('ascii')).decode('utf-8'))
+    except (ValueError, UnicodeError, TypeError) as exc:
+        raise ValueError('the token payload is not base64url-encoded JSON (%s)' % exc) from None
+    if not isinstance(claims, dict):
+        raise ValueError('the token payload is not a JSON object')
+    return claims
+
+
+def token_decision(token, now, namespace, service_account, service_account_uid, secret_name, secret_uid,
+                   renew_before):
+    """Whether a stored token can be reused; returns (reuse, reason, expires_epoch or None).
+
+    The renewal margin is renew_before, but never more than half the token's own
+    lifetime, so short tokens are not renewed on every run.
+    """
+    if not token:
+        return False, 'no stored token', None
+    try:
+        claims = decode_jwt_payload(token)
+    except ValueError as exc:
+        return False, 'the stored token is unreadable: %s' % exc, None
+    k8s = claims.get('kubernetes.io') if isinstance(claims.get('kubernetes.io'), dict) else {}
+    account = k8s.get('serviceaccount') if isinstance(k8s.get('serviceaccount'), dict) else {}
+    secret = k8s.get('secret') if isinstance(k8s.get('secret'), dict) else {}
+    exp = claims.get('exp')
+    if k8s.get('namespace') != namespace:
+        return False, 'the stored token is for namespace %s' % k8s.get('namespace'), None
+    if account.get('name') != service_account:
+        return False, 'the stored token is for ServiceAccount %s' % account.get('name'), None
+    if service_account_uid and account.get('uid') != service_account_uid:
+        return False, 'the ServiceAccount was recreated, which revoked the stored token', None
+    if not secret:
+        return False, 'the stored token is not bound to a Secret', None
+    if secret.get('name') != secret_name:
+        return False, 'the stored token is bound to Secret %s, not %s' % (secret.get('name'), secret_name), None
+    if secret.get('uid') != secret_uid:
+        return False, 'Secret %s was recreated, which revoked the stored token' % secret_name, None
+    if isinstance(exp, bool) or not isinstance(exp, (int, float)):
+        return False, 'the stored token has no expiry', None
+    issued = claims.get('iat') if isinstance(claims.get('iat'), (int, float)) else claims.get('nbf')
+    margin = renew_before
+    if isinstance(issued, (int, float)) and not isinstance(issued, bool) and exp > issued:
+        margin = min(renew_before, int((exp - issued) // 2))
+    if exp <= now + margin:
+        if exp <= now:
+            return False, 'the stored token expired at %s' % format_time(exp), exp
+        return False, 'the stored token expires at %s, within the renewal margin' % format_time(exp), exp
+    return True, 'the stored token is valid until %s' % format_time(exp), exp
+
+
+def _quote(value):
+    # A JSON string is a valid YAML double-quoted scalar.
+    return json.dumps(value)
+
+
+def render_kubeconfig(seat, namespace, server, token, ca_data=None, insecure=False, cluster_name=DEFAULT_CLUSTER_NAME):
+    """The kubeconfig of a seat as YAML text (stable, so unchanged inputs give identical files)."""
+    context = '%s@%s' % (seat, cluster_name)
+    lines = [
+        '# Kubeconfig of workshop seat %s, written by dralab.workshop.' % seat,
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        '  - name: %s' % _quote(cluster_name),
+        '    cluster:',
+        '      server: %s' % _quote(server),
+    ]
+    if ca_data:
+        lines.append('      certificate-authority-data: %s' % _quote(ca_data))
+    if insecure:
+        lines.append('      insecure-skip-tls-verify: true')
+    lines += [
+        'contexts:',
+        '  - name: %s' % _quote(context),
+        '    context:',
+        '      cluster: %s' % _quote(cluster_name),
+        '      namespace: %s' % _quote(namespace),
+        '      user: %s' % _quote(seat),
+        'current-context: %s' % _quote(context),
+        'users:',
+        '  - name: %s' % _quote(seat),
+        '    user:',
+        '      token: %s' % _quote(token),
+        'preferences: {}',
+    ]
+    return '\n'.join(lines) + '\n'
+
+
+def load_kubeconfig_text(text):
+    """Parse kubeconfig text (YAML or JSON) into a dict; {} when unreadable."""
+    if not text:
+        return {}
+    try:
+        data = yaml.safe_load(text) if HAS_YAML else json.loads(text)
+    except Exception:  # any parse error means "no usable kubeconfig"
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _named(entries, name, key):
+    for entry in entries or []:
+        if isinstance(entry, dict) and entry.get('name') == name and isinstance(entry.get(key), dict):
+            return entry[key]
+    return None
+
+
+def kubeconfig_token(text):
+    """The bearer token of the current context's user in a kubeconfig, or None."""
+    config = load_kubeconfig_text(text)
+    context = _named(config.get('contexts'), config.get('current-context'), 'context') or {}
+    user = _named(config.get('users'), context.get('user'), 'user')
+    if user is None:
+        users = [u.get('user') for u in config.get('users') or [] if isinstance(u, dict) and isinstance(u.get('user'), dict)]
+        user = users[0] if len(users) == 1 else {}
+    token = user.get('token')
+    return token if isinstance(token, str) and token else None
+
+
+def kubeconfig_cluster(path, context_name=None):
+    """(server, ca_data, insecure) of a kubeconfig's context. Raises K8sError."""
+    try:
+        with open(path, 'r') as handle:
+            config = load_kubeconfig_text(handle.read())
+    except (IOError, OSError) as exc:
+        raise K8sError('Cannot read the admin kubeconfig %s: %s' % (path, exc))
+    name = context_name or config.get('current-context')
+    context = _named(config.get('contexts'), name, 'context')
+    if context is None:
+        raise K8sError('The kubeconfig %s has no context %s' % (path, name))
+    cluster = _named(config.get('clusters'), context.get('cluster'), 'cluster')
+    if cluster is None or not cluster.get('server'):
+        raise K8sError('The kubeconfig %s has no server for cluster %s' % (path, context.get('cluster')))
+    ca_data = cluster.get('certificate-authority-data')
+    if not ca_data and cluster.get('certificate-authority'):
+        ca_path = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(cluster['certificate-authority']))
+        ca_data = read_ca_file(ca_path)
+    return cluster['server'], ca_data or None, bool(cluster.get('insecure-skip-tls-verify'))
+
+
+def read_ca_file(path):
+    try:
+        with open(path, 'rb') as handle:
+            return base64.b64encode(handle.read()).decode('ascii')
+    except (IOError, OSError) as exc:
+        raise K8sError('Cannot read the CA certificate %s: %s' % (path, exc))
+
+
+def token_request_body(expiration_seconds, secret_name, secret_uid):
+    return {
+        'apiVersion': 'authentication.k8s.io/v1',
+        'kind': 'TokenRequest',
+        'spec': {
+            'expirationSeconds': int(expiration_seconds),
+            'boundObjectRef': {'apiVersion': 'v1', 'kind': 'Secret', 'name': secret_name, 'uid': secret_uid},
+        },
+    }
+
+
+def write_if_changed(path, content, mode=0o600):
+    """Write content atomically with mode when it differs; return True when the file changed."""
+    try:
+        with open(path, 'r') as handle:
+            same = handle.read() == content
+    except (IOError, OSError):
+        same = False
+    if same:
+        if (os.stat(path).st_mode & 0o7777) != mode:
+            os.chmod(path, mode)
+            return True
+        return False
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(handle, 'w') as out:
+            out.write(content)
+        os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+    return True
+
+
+def file_state(path, content, mode=0o600):
+    """Whether path already holds content with mode (for check mode)."""
+    try:
+        with open(path, 'r') as handle:
+            if handle.read() != content:
+                return False
+        return (os.stat(path).st_mode & 0o7777) == mode
+    except (IOError, OSError):
+        return False
+
+
+def read_text(path):
+    try:
+        with open(path, 'r') as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+_SEAT_FILE = re.compile(r'^[a-z0-9-]+$')
+
+
+def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=False,
+                  expiration_seconds=28800, renew_before=3600, secret_name=TOKEN_SECRET_NAME,
+                  cluster_name=DEFAULT_CLUSTER_NAME, check_mode=False, now=None):
+    """Reuse or issue a token per seat and keep its kubeconfig file current.
+
+    Returns a dict: seats (per seat: name, namespace, kubeconfig, issued, written, reason, expires),
+    issued (seat names), written (seat names), tokens (seat -> token; absent for seats whose token
+    would be issued in check mode), changed.
+    """
+    if expiration_seconds < MIN_EXPIRATION_SECONDS:
+        raise ValueError('expiration_seconds must be at least %d (10 minutes), got %d'
+                         % (MIN_EXPIRATION_SECONDS, expiration_seconds))
+    if renew_before < 0:
+        raise ValueError('renew_before must be 0 or more, got %d' % renew_before)
+    for seat in seats:
+        if not isinstance(seat, str) or not _SEAT_FILE.match(seat):
+            raise ValueError('seat name %r is not a DNS-1123 label' % (seat,))
+    now = time.time() if now is None else now
+    if not check_mode and not os.path.isdir(kubeconfig_dir):
+        os.makedirs(kubeconfig_dir, 0o700)
+    result = {'seats': [], 'issued': [], 'written': [], 'tokens': {}, 'changed': False}
+    for seat in seats:
+        namespace = account = seat
+        path = os.path.join(kubeconfig_dir, '%s.kubeconfig' % seat)
+        stored_text = read_text(path)
+        stored = kubeconfig_token(stored_text)
+        secret = client.get('/api/v1/namespaces/%s/secrets/%s' % (namespace, secret_name), missing_ok=True)
+        sa = client.get('/api/v1/namespaces/%s/serviceaccounts/%s' % (namespace, account), missing_ok=True)
+        entry = {'name': seat, 'namespace': namespace, 'kubeconfig': path, 'issued': False, 'written': False}
+        if secret is None or sa is None:
+            missing = 'Secret %s/%s' % (namespace, secret_name) if secret is None else 'ServiceAccount %s/%s' % (namespace, account)
+            if not check_mode:
+                raise K8sError('%s does not exist: apply the seat objects (workshop_users kubernetes tasks) first.' % missing)
+            entry.update(issued=True, written=True, reason='%s does not exist yet' % missing, expires=None)
+            result['seats'].append(entry)
+            result['issued'].append(seat)
+            result['written'].append(seat)
+            result['changed'] = True
+            continue
+        secret_uid = (secret.get('metadata') or {}).get('uid')
+        sa_uid = (sa.get('metadata') or {}).get('uid')
+        reuse, reason, expires = token_decision(stored, now, namespace, account, sa_uid, secret_name, secret_uid,
+                                                renew_before)
+        token = stored if reuse else None
+        if not reuse:
+            entry['issued'] = True
+            result['issued'].append(seat)
+            result['changed'] = True
+            if not check_mode:
+                response = client.request(
+                    'POST', '/api/v1/namespaces/%s/serviceaccounts/%s/token' % (namespace, account),
+                    body=token_request_body(expiration_seconds, secret_name, secret_uid)) or {}
+                token = (response.get('status') or {}).get('token')
+                if not token:
+                    raise K8sError('The TokenRequest for ServiceAccount %s/%s returned no token.' % (namespace, account))
+                try:
+                    expires = decode_jwt_payload(token).get('exp')
+                except ValueError:
+                    expires = None
+        entry['reason'] = reason
+        entry['expires'] = format_time(expires) if isinstance(expires, (int, float)) else None
+        if token is not None:
+            result['tokens'][seat] = token
+            content = render_kubeconfig(seat, namespace, server, token, ca_data, insecure, cluster_name)
+            if check_mode:
+                entry['written'] = not file_state(path, content)
+            else:
+                entry['written'] = write_if_changed(path, content)
+        else:
+            entry['written'] = True
+        if entry['written']:
+            result['written'].append(seat)
+            result['changed'] = True
+        result['seats'].append(entry)
+    return result

@@ -1,0 +1,229 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: seat_objects
+short_description: Build the Kubernetes objects of workshop seats
+version_added: 0.1.0
+description:
+  - Builds, without talking to the cluster, the list of Kubernetes objects that make up the workshop seats, ready to
+    be applied in one M(kubernetes.core.k8s) task.
+  - Per seat C(NAME) (see O(seats)), a Namespace C(NAME), a ServiceAccount C(NAME), a RoleBinding C(dralab-seat-edit)
+    of that account to the ClusterRole O(edit_cluster_role), a ResourceQuota C(dralab-seat-quota), and an empty
+    Opaque Secret C(dralab-seat-token) that the seat's tokens are bound to (see M(dralab.workshop.seat_tokens)).
+  - Once for all seats, a ClusterRole O(reader_cluster_role) that reads DeviceClasses, ResourceSlices and Nodes, and
+    a ClusterRoleBinding of the same name that lists every seat's ServiceAccount.
+  - Namespaces come first in the list, so the API server accepts the namespaced objects that follow.
+  - Every object carries the label C(app.kubernetes.io/managed-by=dralab.workshop); namespaced objects and the
+    Namespace also carry C(dralab.workshop/seat=NAME). A seat Namespace never gets the DRA admin access label
+    C(resource.kubernetes.io/admin-access).
+  - The ResourceQuota caps, per DeviceClass in O(device_classes), the devices the seat's claims request
+    (C(<class>.deviceclass.resource.k8s.io/devices)), and the number of ResourceClaims
+    (C(count/resourceclaims.resource.k8s.io)).
+  - When O(existing_namespaces) is given, the module fails if a seat's Namespace exists without the managed-by label
+    (it never takes over a namespace it did not create), and reports seat Namespaces that carry the admin access
+    label and seat Namespaces of seats no longer listed.
+author: dralab.workshop maintainers (@dralab)
+options:
+  seats:
+    description:
+      - Names of the seats; each is a Linux user name, a Namespace and a ServiceAccount.
+    type: list
+    elements: str
+    required: true
+  device_classes:
+    description:
+      - DeviceClasses the ResourceQuota caps. A class missing here is not capped by the quota.
+    type: list
+    elements: str
+    default: []
+  devices_per_seat:
+    description:
+      - Devices a seat may request from each class of O(device_classes).
+    type: int
+    default: 1
+  devices_per_class:
+    description:
+      - Per DeviceClass name, the devices a seat may request, overriding O(devices_per_seat).
+    type: dict
+    default: {}
+  claims_per_seat:
+    description:
+      - ResourceClaims a seat may have at a time (claims made from templates count too).
+    type: int
+    default: 2
+  quota_extra:
+    description:
+      - 'More ResourceQuota keys and quantities, for example C({pods: 10}).'
+    type: dict
+    default: {}
+  pod_security:
+    description:
+      - Pod Security Admission level enforced on the seat namespaces; empty to set none.
+    type: str
+    default: baseline
+    choices: ['', privileged, baseline, restricted]
+  edit_cluster_role:
+    description:
+      - ClusterRole bound to each seat in its own namespace.
+    type: str
+    default: edit
+  reader_cluster_role:
+    description:
+      - Name of the ClusterRole (and ClusterRoleBinding) that lets seats read DeviceClasses, ResourceSlices and Nodes.
+    type: str
+    default: dralab-seat-dra-reader
+  reader_extra_rules:
+    description:
+      - More PolicyRules for that ClusterRole, for example read access to ResourceClaims in every namespace.
+    type: list
+    elements: dict
+    default: []
+  existing_namespaces:
+    description:
+      - The Namespace objects of the cluster (for example the C(resources) of M(kubernetes.core.k8s_info)).
+      - When null, no check against the cluster is made.
+    type: list
+    elements: dict
+extends_documentation_fragment:
+  - dralab.workshop.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The module only computes objects; it never changes anything.
+  diff_mode:
+    support: none
+notes:
+  - The module does not contact the API server; run it on the controller.
+seealso:
+  - module: dralab.workshop.seat_tokens
+  - module: kubernetes.core.k8s
+"""
+
+EXAMPLES = r"""
+- name: Build the seat objects
+  dralab.workshop.seat_objects:
+    seats: "{{ 72 | dralab.workshop.seat_names }}"
+    device_classes: [gpu.example.com, gpu-40gi.example.com]
+    devices_per_seat: 1
+    claims_per_seat: 2
+  register: seat_objects
+
+- name: Apply them in one task
+  kubernetes.core.k8s:
+    kubeconfig: ~/.dralab/admin.conf
+    apply: true
+    definition: "{{ seat_objects.objects }}"
+"""
+
+RETURN = r"""
+objects:
+  description: The objects to apply, Namespaces first.
+  returned: success
+  type: list
+  elements: dict
+counts:
+  description: Number of objects per kind.
+  returned: success
+  type: dict
+  sample: {Namespace: 72, ServiceAccount: 72, Secret: 72, RoleBinding: 72, ResourceQuota: 72,
+           ClusterRole: 1, ClusterRoleBinding: 1}
+quota:
+  description: The C(spec.hard) of every seat's ResourceQuota.
+  returned: success
+  type: dict
+  sample: {gpu.example.com.deviceclass.resource.k8s.io/devices: "1", count/resourceclaims.resource.k8s.io: "2"}
+admin_access_namespaces:
+  description: Seat namespaces that carry the label C(resource.kubernetes.io/admin-access) and must lose it.
+  returned: success
+  type: list
+  elements: str
+admin_access_patches:
+  description: Merge patches (as objects) that remove that label, one per namespace in RV(admin_access_namespaces).
+  returned: success
+  type: list
+  elements: dict
+stale_namespaces:
+  description: Seat namespaces created by this collection whose seat is no longer in O(seats) (left in place).
+  returned: success
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dralab.workshop.plugins.module_utils import seat_model
+
+
+def argspec():
+    return dict(
+        seats=dict(type='list', elements='str', required=True),
+        device_classes=dict(type='list', elements='str', default=[]),
+        devices_per_seat=dict(type='int', default=1),
+        devices_per_class=dict(type='dict', default={}),
+        claims_per_seat=dict(type='int', default=2),
+        quota_extra=dict(type='dict', default={}),
+        pod_security=dict(type='str', default='baseline', choices=['', 'privileged', 'baseline', 'restricted']),
+        edit_cluster_role=dict(type='str', default=seat_model.DEFAULT_EDIT_CLUSTER_ROLE),
+        reader_cluster_role=dict(type='str', default=seat_model.DEFAULT_READER_NAME),
+        reader_extra_rules=dict(type='list', elements='dict', default=[]),
+        existing_namespaces=dict(type='list', elements='dict'),
+    )
+
+
+def run(module):
+    params = module.params
+    try:
+        objects = seat_model.build_seat_objects(
+            params['seats'], params['device_classes'], devices_per_seat=params['devices_per_seat'],
+            devices_per_class=params['devices_per_class'], claims_per_seat=params['claims_per_seat'],
+            quota_extra=params['quota_extra'], pod_security=params['pod_security'],
+            edit_cluster_role=params['edit_cluster_role'], reader_name=params['reader_cluster_role'],
+            reader_extra_rules=params['reader_extra_rules'])
+    except ValueError as exc:
+        module.fail_json(msg='Cannot build the seat objects: %s.' % exc)
+    findings = {'foreign': [], 'admin_access': [], 'stale': []}
+    if params['existing_namespaces'] is not None:
+        findings = seat_model.namespace_findings(params['seats'], params['existing_namespaces'])
+    if findings['foreign']:
+        module.fail_json(
+            msg='Namespace(s) %s exist but were not created by dralab.workshop (no label %s=%s): the seats would '
+                'take them over. Choose other seat names (workshop_users_seat_prefix or workshop_users_seat_names) '
+                'or delete those namespaces.' % (', '.join(findings['foreign']), seat_model.MANAGED_BY_LABEL,
+                                                 seat_model.MANAGED_BY),
+            foreign_namespaces=findings['foreign'])
+    if findings['admin_access']:
+        module.warn('Seat namespace(s) %s carry the label %s, which lets a seat see and take any device: the label '
+                    'is removed.' % (', '.join(findings['admin_access']), seat_model.ADMIN_ACCESS_LABEL))
+    if findings['stale']:
+        module.warn('Seat namespace(s) %s belong to seats that are no longer configured; they are left in place '
+                    '(their accounts lose the DRA read access).' % ', '.join(findings['stale']))
+    counts = {}
+    for obj in objects:
+        counts[obj['kind']] = counts.get(obj['kind'], 0) + 1
+    quota = {}
+    for obj in objects:
+        if obj['kind'] == 'ResourceQuota':
+            quota = obj['spec']['hard']
+            break
+    patches = [{'apiVersion': 'v1', 'kind': 'Namespace',
+                'metadata': {'name': name, 'labels': {seat_model.ADMIN_ACCESS_LABEL: None}}}
+               for name in findings['admin_access']]
+    module.exit_json(changed=False, objects=objects, counts=counts, quota=quota,
+                     admin_access_namespaces=findings['admin_access'], admin_access_patches=patches,
+                     stale_namespaces=findings['stale'])
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    run(module)
+
+
+if __name__ == '__main__':
+    main()

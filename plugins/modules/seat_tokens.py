@@ -1,0 +1,247 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: seat_tokens
+short_description: Issue time-bound tokens and kubeconfigs for workshop seats
+version_added: 0.1.0
+description:
+  - For every seat C(NAME) in O(seats), makes sure the file C(O(kubeconfig_dir)/NAME.kubeconfig) holds a kubeconfig
+    for the ServiceAccount C(NAME) in the namespace C(NAME), with a token that is still valid.
+  - A token already stored in that file is reused when its payload (decoded, not verified) names the seat's
+    namespace and ServiceAccount, the ServiceAccount's current uid, the Secret O(secret_name) and that Secret's
+    current uid, and when it expires later than now plus O(renew_before).
+  - Otherwise the module requests a new token (TokenRequest, C(POST .../serviceaccounts/NAME/token)) that lives
+    O(expiration_seconds) and is bound to the Secret O(secret_name) of the seat's namespace, so deleting that Secret
+    revokes it.
+  - A kubeconfig file is written (mode C(0600), atomically) only when its content changes; the module reports a
+    change only when it issued a token or wrote a file.
+  - The API server URL and CA in the seat kubeconfigs come from the admin kubeconfig (O(kubeconfig), O(context)),
+    or from O(host) and O(ca_cert); O(api_server) overrides the URL.
+  - The namespace, ServiceAccount and Secret must exist (see M(dralab.workshop.seat_objects)); in check mode a missing
+    one only means that a token would be issued.
+author: dralab.workshop maintainers (@dralab)
+options:
+  seats:
+    description:
+      - Names of the seats. Each is its namespace and its ServiceAccount name.
+    type: list
+    elements: str
+    required: true
+  kubeconfig_dir:
+    description:
+      - Folder on the host running the module where the seat kubeconfigs are kept, one C(NAME.kubeconfig) per seat.
+      - Created with mode C(0700) when missing.
+    type: path
+    required: true
+  expiration_seconds:
+    description:
+      - Lifetime of a newly issued token, in seconds (at least 600). The API server may shorten it
+        (C(--service-account-max-token-expiration)).
+      - A changed value applies to tokens issued from then on; valid tokens are kept until they are renewed.
+    type: int
+    default: 28800
+  renew_before:
+    description:
+      - A stored token that expires within this many seconds is replaced. The margin is capped at half the
+        token's own lifetime, so a rerun right after issuing never renews.
+    type: int
+    default: 3600
+  secret_name:
+    description:
+      - Name of the Secret, in each seat namespace, that the tokens are bound to.
+    type: str
+    default: dralab-seat-token
+  api_server:
+    description:
+      - API server URL written into the seat kubeconfigs, when the seats reach the API server at another address
+        than the admin kubeconfig uses. Empty to use the admin one.
+    type: str
+    default: ''
+  cluster_name:
+    description:
+      - Name of the cluster entry in the seat kubeconfigs; contexts are named C(NAME@cluster_name).
+    type: str
+    default: dralab
+extends_documentation_fragment:
+  - dralab.workshop.k8s_auth
+  - dralab.workshop.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reports which tokens would be issued and which files would be written, without requesting or writing any.
+  diff_mode:
+    support: full
+    details:
+      - The diff lists, per seat, the token expiry before and after; it never contains a token.
+notes:
+  - Run the task with C(no_log=true), because the result contains the tokens.
+  - The user of the admin kubeconfig needs C(get) on secrets and serviceaccounts and C(create) on
+    serviceaccounts/token in the seat namespaces.
+  - Tokens are bearer credentials; anyone with a seat kubeconfig acts as that seat until the token expires or is
+    revoked (delete the seat's Secret or ServiceAccount, as the lab_reset role does with credential rotation).
+seealso:
+  - module: dralab.workshop.seat_objects
+  - name: TokenRequest API
+    description: Kubernetes documentation of bound service account tokens.
+    link: https://kubernetes.io/docs/reference/kubernetes-api/authentication-resources/token-request-v1/
+"""
+
+EXAMPLES = r"""
+- name: Issue or reuse the seat tokens
+  dralab.workshop.seat_tokens:
+    kubeconfig: ~/.dralab/admin.conf
+    seats: "{{ 72 | dralab.workshop.seat_names }}"
+    kubeconfig_dir: ~/.dralab/seats
+    expiration_seconds: "{{ '8h' | dralab.workshop.duration_seconds }}"
+  no_log: true
+  register: seat_tokens
+
+- name: Show which seats got a new token
+  ansible.builtin.debug:
+    msg: "{{ seat_tokens.issued }}"
+"""
+
+RETURN = r"""
+seats:
+  description: Per seat, what was done.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Seat name.
+      type: str
+    namespace:
+      description: Seat namespace.
+      type: str
+    kubeconfig:
+      description: Path of the seat kubeconfig.
+      type: str
+    issued:
+      description: Whether a new token was (or, in check mode, would be) issued.
+      type: bool
+    written:
+      description: Whether the kubeconfig file was (or would be) written.
+      type: bool
+    reason:
+      description: Why the stored token was reused or replaced.
+      type: str
+    expires:
+      description: Expiry of the seat's token (UTC, ISO 8601), or null when unknown.
+      type: str
+  sample:
+    - name: user01
+      namespace: user01
+      kubeconfig: /home/instructor/.dralab/seats/user01.kubeconfig
+      issued: false
+      written: false
+      reason: the stored token is valid until 2026-10-28T18:00:00Z
+      expires: '2026-10-28T18:00:00Z'
+issued:
+  description: Seats that got a new token.
+  returned: success
+  type: list
+  elements: str
+written:
+  description: Seats whose kubeconfig file was written.
+  returned: success
+  type: list
+  elements: str
+tokens:
+  description: Seat name to token. Absent for seats whose token would be issued in check mode.
+  returned: success
+  type: dict
+api_server:
+  description: API server URL in the seat kubeconfigs.
+  returned: success
+  type: str
+  sample: https://10.0.0.10:6443
+ca_data:
+  description: Base64 PEM of the CA in the seat kubeconfigs, or null.
+  returned: success
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dralab.workshop.plugins.module_utils import seat_tokens
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, KubeClient, auth_argspec
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import TOKEN_SECRET_NAME
+
+
+def argspec():
+    spec = auth_argspec()
+    spec.update(
+        seats=dict(type='list', elements='str', required=True),
+        kubeconfig_dir=dict(type='path', required=True),
+        expiration_seconds=dict(type='int', default=28800),
+        renew_before=dict(type='int', default=3600),
+        secret_name=dict(type='str', default=TOKEN_SECRET_NAME),
+        api_server=dict(type='str', default=''),
+        cluster_name=dict(type='str', default=seat_tokens.DEFAULT_CLUSTER_NAME),
+    )
+    return spec
+
+
+def cluster_endpoint(params):
+    """(server, ca_data, insecure) for the seat kubeconfigs."""
+    if params.get('host') and params.get('api_key'):
+        server = params['host']
+        ca_data = seat_tokens.read_ca_file(params['ca_cert']) if params.get('ca_cert') else None
+        insecure = not params.get('validate_certs', True)
+    else:
+        path = params.get('kubeconfig') or os.environ.get('KUBECONFIG') or os.path.join(os.environ.get('HOME', '/'), '.kube', 'config')
+        server, ca_data, insecure = seat_tokens.kubeconfig_cluster(path.split(os.pathsep)[0], params.get('context'))
+        if params.get('host'):
+            server = params['host']
+    if params.get('api_server'):
+        server = params['api_server']
+    return server, ca_data, insecure
+
+
+def run(module, client, now=None):
+    params = module.params
+    try:
+        server, ca_data, insecure = cluster_endpoint(params)
+        result = seat_tokens.manage_tokens(
+            client, params['seats'], params['kubeconfig_dir'], server, ca_data=ca_data, insecure=insecure,
+            expiration_seconds=params['expiration_seconds'], renew_before=params['renew_before'],
+            secret_name=params['secret_name'], cluster_name=params['cluster_name'],
+            check_mode=module.check_mode, now=now)
+    except (K8sError, ValueError) as exc:
+        module.fail_json(msg='Cannot issue the seat tokens: %s' % exc)
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='Cannot write the seat kubeconfigs in %s: %s' % (params['kubeconfig_dir'], exc))
+    result['api_server'] = server
+    result['ca_data'] = ca_data
+    if module._diff and result['changed']:
+        before, after = [], []
+        for seat in result['seats']:
+            if seat['issued'] or seat['written']:
+                before.append('%s: %s' % (seat['name'], seat['reason']))
+                after.append('%s: %s' % (seat['name'], 'new token' if seat['issued'] else 'kubeconfig rewritten'))
+        result['diff'] = {'before': '\n'.join(before) + '\n', 'after': '\n'.join(after) + '\n',
+                          'before_header': 'seat tokens', 'after_header': 'seat tokens'}
+    module.exit_json(**result)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    try:
+        client = KubeClient.from_params(module.params)
+    except K8sError as exc:
+        module.fail_json(msg=str(exc))
+    run(module, client)
+
+
+if __name__ == '__main__':
+    main()
