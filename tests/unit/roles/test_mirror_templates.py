@@ -35,7 +35,7 @@ def files_unit(**extra_vars) -> dict[str, list[str]]:
         line = line.strip()
         if not line or line.startswith(("#", "[")):
             continue
-        key, _, value = line.partition("=")
+        key, _sep, value = line.partition("=")
         unit.setdefault(key, []).append(value)
     return unit
 
@@ -124,7 +124,7 @@ def test_registry_binary_accepts_the_config(tmp_path, writable):
     proc = subprocess.Popen([binary, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         base = f"http://127.0.0.1:{port}/v2/"
-        for _ in range(50):
+        for _attempt in range(50):
             if proc.poll() is not None:
                 pytest.fail(f"docker-registry exited: {proc.stderr.read()}")
             try:
@@ -187,7 +187,7 @@ def test_files_server_command_serves_the_tree_read_only(tmp_path):
     proc = subprocess.Popen([sys.executable, *argv[1:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/dl.k8s.io/release/v1.35.4/bin/linux/amd64/kubeadm.sha256"
-        for _ in range(50):
+        for _attempt in range(50):
             try:
                 with urllib.request.urlopen(url, timeout=5) as response:
                     assert response.read().decode() == "0" * 64 + "\n"
@@ -252,7 +252,7 @@ def validation(tmp_path_factory) -> dict[str, str]:
     work = tmp_path_factory.mktemp("mirror-validate")
     out = work / "results.json"
     tasks = []
-    for case, (variables, _) in VALIDATION_CASES.items():
+    for case, (variables, _accepted) in VALIDATION_CASES.items():
         tasks.append(
             {
                 "name": f"Case {case}",
@@ -308,7 +308,7 @@ def validation(tmp_path_factory) -> dict[str, str]:
 
 @pytest.mark.parametrize("case", sorted(VALIDATION_CASES))
 def test_validation(validation, case):
-    _, accepted = VALIDATION_CASES[case]
+    _variables, accepted = VALIDATION_CASES[case]
     result = validation[case]
     if accepted:
         assert result == "ok"
