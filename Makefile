@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: harness cluster-up cluster-down test-integration
+.PHONY: lab harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test build clean
 
 help: ## List the targets.
@@ -84,6 +84,11 @@ cluster-down: setup ## Stop the control plane started by cluster-up and remove i
 
 test-integration: harness ## Integration tests against a real control plane (pytest starts and stops it).
 	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q tests/integration
+
+lab: ## The lab on three podman nodes (issue 4: not there yet).
+	@echo "make lab: the podman lab (offline mirror + 3 nodes + site.yml) is not implemented yet." >&2
+	@echo "Use 'make cluster-up' for a real control plane with 24 emulated GPUs on loopback." >&2
+	@exit 1
 
 test: lint test-unit build ## Everything CI runs.
 
