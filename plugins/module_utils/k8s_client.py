@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible.module_utils.basic import env_fallback
+from ansible.module_utils.basic import AnsibleModule, env_fallback
 
 try:
     from kubernetes import client as k8s_client
@@ -39,6 +39,16 @@ def auth_argspec():
                             fallback=(env_fallback, ['K8S_AUTH_VERIFY_SSL'])),
         ca_cert=dict(type='path', aliases=['ssl_ca_cert'], fallback=(env_fallback, ['K8S_AUTH_SSL_CA_CERT'])),
     )
+
+
+def run_with_client(argument_spec, run):
+    """The main() of a module of this collection: parse the options, connect, call run(module, client)."""
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    try:
+        client = KubeClient.from_params(module.params)
+    except K8sError as exc:
+        module.fail_json(msg=str(exc))
+    run(module, client)
 
 
 class K8sError(Exception):

@@ -326,10 +326,9 @@ device_classes:
   sample: [gpu.example.com]
 """
 
-from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect, dra_model
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, KubeClient, auth_argspec
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
 
 MAX_REASONS_IN_MESSAGE = 10
 
@@ -390,12 +389,7 @@ def run(module, client, now=None):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    try:
-        client = KubeClient.from_params(module.params)
-    except K8sError as exc:
-        module.fail_json(msg=str(exc))
-    run(module, client)
+    run_with_client(argspec(), run)
 
 
 if __name__ == '__main__':

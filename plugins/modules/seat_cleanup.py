@@ -125,10 +125,9 @@ remaining:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dralab.workshop.plugins.module_utils import seat_cleanup
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, KubeClient, auth_argspec
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
 
 
 def argspec():
@@ -171,12 +170,7 @@ def run(module, client, sleep=None, clock=None):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    try:
-        client = KubeClient.from_params(module.params)
-    except K8sError as exc:
-        module.fail_json(msg=str(exc))
-    run(module, client)
+    run_with_client(argspec(), run)
 
 
 if __name__ == '__main__':

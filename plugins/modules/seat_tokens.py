@@ -171,10 +171,9 @@ ca_data:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dralab.workshop.plugins.module_utils import seat_tokens
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, KubeClient, auth_argspec
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import TOKEN_SECRET_NAME
 
 
@@ -235,12 +234,7 @@ def run(module, client, now=None):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    try:
-        client = KubeClient.from_params(module.params)
-    except K8sError as exc:
-        module.fail_json(msg=str(exc))
-    run(module, client)
+    run_with_client(argspec(), run)
 
 
 if __name__ == '__main__':
