@@ -10,20 +10,20 @@ from ansible.template import Templar, trust_as_template
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _trusted(value):
+def trusted(value):
     """Mark strings as templates, as Ansible does for variables from role files."""
     if isinstance(value, str):
         return trust_as_template(value)
     if isinstance(value, dict):
-        return {key: _trusted(item) for key, item in value.items()}
+        return {key: trusted(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_trusted(item) for item in value]
+        return [trusted(item) for item in value]
     return value
 
 
 def role_defaults(role: str) -> dict:
     path = REPO / "roles" / role / "defaults" / "main.yml"
-    return _trusted(DataLoader().load_from_file(str(path)) or {}) if path.exists() else {}
+    return trusted(DataLoader().load_from_file(str(path)) or {}) if path.exists() else {}
 
 
 def render_role_template(role: str, template: str, extra_vars: dict | None = None) -> str:
@@ -33,10 +33,53 @@ def render_role_template(role: str, template: str, extra_vars: dict | None = Non
     also supply facts (ansible_facts, ansible_default_ipv4, inventory_hostname...).
     """
     variables = dict(role_defaults(role))
-    variables.update(_trusted(extra_vars or {}))
+    variables.update(trusted(extra_vars or {}))
     role_dir = REPO / "roles" / role
     loader = DataLoader()
     loader.set_basedir(str(role_dir))
     templar = Templar(loader=loader, variables=variables)
     source = (role_dir / "templates" / template).read_text()
     return templar.template(trust_as_template(source))
+
+
+def role_vars(role: str, var_files=("main.yml",), facts: dict | None = None, **overrides) -> dict:
+    """The role's vars/ files (as the role loads them), then facts, then overrides."""
+    variables = {}
+    for name in var_files:
+        path = REPO / "roles" / role / "vars" / name
+        if path.exists():
+            variables.update(DataLoader().load_from_file(str(path)) or {})
+    variables.update(facts or {})
+    variables.update(overrides)
+    return variables
+
+
+def evaluate(role: str, expression: str, variables: dict):
+    """Template one expression with the role defaults plus variables (as a task would see it)."""
+    merged = dict(role_defaults(role))
+    merged.update(trusted(variables))
+    loader = DataLoader()
+    loader.set_basedir(str(REPO / "roles" / role))
+    return Templar(loader=loader, variables=merged).template(trust_as_template("{{ %s }}" % expression))
+
+
+def parse_unit(text: str) -> dict[str, list[tuple[str, str]]]:
+    """Parse a systemd unit: section name to its (key, value) lines, repeats kept in order."""
+    sections: dict[str, list[tuple[str, str]]] = {}
+    current = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], [])
+            continue
+        assert current is not None, "key outside a section: %r" % line
+        key, sep, value = line.partition("=")
+        assert sep, "not a key=value line: %r" % line
+        current.append((key.strip(), value.strip()))
+    return sections
+
+
+def unit_values(section: list[tuple[str, str]], key: str) -> list[str]:
+    return [value for name, value in section if name == key]

@@ -4,69 +4,20 @@ from __future__ import annotations
 
 import subprocess
 import pytest
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-
-from render import REPO, render_role_template, role_defaults
+from render import evaluate as evaluate_in_role
+from render import parse_unit, render_role_template, role_vars
+from render import unit_values as values
 
 ROLE = 'kubernetes'
 FACTS = {'ansible_facts': {'architecture': 'x86_64', 'os_family': 'Debian'}}
 
 
-def role_vars(os_family: str = 'Debian', **overrides) -> dict:
-    """vars/main.yml and vars/<os_family>.yml (as the role loads them), facts, then overrides."""
-    variables = {}
-    for name in ('main.yml', os_family + '.yml'):
-        variables.update(DataLoader().load_from_file(str(REPO / 'roles' / ROLE / 'vars' / name)) or {})
-    variables.update(FACTS)
-    variables.update(overrides)
-    return variables
-
-
-def trusted(value):
-    """Mark strings as templates, recursively, as Ansible does for variables from role files."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: trusted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [trusted(item) for item in value]
-    return value
-
-
 def render(template: str, os_family: str = 'Debian', **overrides) -> str:
-    return render_role_template(ROLE, template, role_vars(os_family, **overrides))
+    return render_role_template(ROLE, template, role_vars(ROLE, ('main.yml', os_family + '.yml'), FACTS, **overrides))
 
 
-def evaluate(expression: str, **overrides):
-    """Template one expression with the role defaults, vars and overrides (as a task would see it)."""
-    variables = dict(role_defaults(ROLE))
-    variables.update(trusted(role_vars(**overrides)))
-    loader = DataLoader()
-    loader.set_basedir(str(REPO / 'roles' / ROLE))
-    return Templar(loader=loader, variables=variables).template(trust_as_template('{{ %s }}' % expression))
-
-
-def parse_unit(text: str) -> dict[str, list[tuple[str, str]]]:
-    """Parse a systemd unit: section name to its (key, value) lines, repeats kept in order."""
-    sections: dict[str, list[tuple[str, str]]] = {}
-    current = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(('#', ';')):
-            continue
-        if line.startswith('[') and line.endswith(']'):
-            current = sections.setdefault(line[1:-1], [])
-            continue
-        assert current is not None, 'key outside a section: %r' % line
-        key, sep, value = line.partition('=')
-        assert sep, 'not a key=value line: %r' % line
-        current.append((key.strip(), value.strip()))
-    return sections
-
-
-def values(section: list[tuple[str, str]], key: str) -> list[str]:
-    return [value for name, value in section if name == key]
+def evaluate(expression: str, os_family: str = 'Debian', **overrides):
+    return evaluate_in_role(ROLE, expression, role_vars(ROLE, ('main.yml', os_family + '.yml'), FACTS, **overrides))
 
 
 # kubelet.service and the kubeadm drop-in
