@@ -90,7 +90,7 @@ lab: ## The lab on three podman nodes (issue 4: not there yet).
 	@echo "Use 'make cluster-up' for a real control plane with 24 emulated GPUs on loopback." >&2
 	@exit 1
 
-test: lint test-unit build ## Everything CI runs.
+test: lint test-unit build test-integration ## Everything CI runs.
 
 clean: ## Remove build outputs in the repository (not the cache).
 	rm -rf tests/output .pytest_cache

@@ -23,6 +23,11 @@ in their own process groups, recorded in DIR/cluster.json. `down` stops them
 and removes DIR. If `up` fails, it prints the tail of each log, stops what it
 started and removes DIR (unless --keep-on-failure).
 
+Tests may stop and start single processes of a running cluster
+(Cluster.stop_process/start_process, stop_plugin/start_plugin, e.g. to take a
+node's GPUs away or to pause kube-controller-manager); each process's command
+is kept in DIR/cluster.json for that.
+
 Binaries come from tests/harness/build.py's cache (run it first, or pass
 --build). Needs the `kubernetes` and `cryptography` Python packages (both are
 in the project venv).
@@ -446,7 +451,9 @@ class Cluster:
             )
         self._popens[proc.pid] = proc
         self.state["procs"].append({"name": name, "pid": proc.pid, "pgid": proc.pid,
-                                    "start_time": proc_start_time(proc.pid), "log": str(logfile)})
+                                    "start_time": proc_start_time(proc.pid), "log": str(logfile),
+                                    # what restart() needs to start it again
+                                    "cmd": [str(c) for c in cmd], "env": dict(env or {})})
         self._save_state()
         log(f"started {name} (pid {proc.pid})")
 
@@ -531,6 +538,57 @@ class Cluster:
             if s.spec.driver == DRIVER and s.spec.node_name:
                 counts[s.spec.node_name] = counts.get(s.spec.node_name, 0) + len(s.spec.devices or [])
         return counts
+
+    # --- one process at a time (tests that take a node's driver away) ---------------------
+    def process(self, name: str) -> dict:
+        """The state entry of process `name` (running or stopped)."""
+        for entry in self.state.get("procs", []):
+            if entry["name"] == name:
+                return entry
+        for entry in self.state.get("stopped", []):
+            if entry["name"] == name:
+                return entry
+        raise ClusterError(f"no process {name} in {self.state_file}")
+
+    def stop_process(self, name: str, grace: float = 10) -> None:
+        """Stop one process (its process group); start_process() starts it again."""
+        entry = self.process(name)
+        if entry in self.state.get("procs", []):
+            if alive(entry):
+                self._stop([entry], grace)
+            self.state["procs"].remove(entry)
+            self.state.setdefault("stopped", []).append(entry)
+            self._save_state()
+            log(f"stopped {name} (pid {entry['pid']})")
+
+    def start_process(self, name: str, options: dict[str, str] | None = None) -> None:
+        """Start a process stopped by stop_process() again, with the same command;
+        options ({"--flag": "value"}) replace those flags' values."""
+        entry = self.process(name)
+        if entry in self.state.get("procs", []):
+            if alive(entry):
+                if options:
+                    raise ClusterError(f"{name} is running; stop it before starting it with other options")
+                return
+            self.state["procs"].remove(entry)  # died by itself: start it again
+        else:
+            self.state["stopped"].remove(entry)
+        if "cmd" not in entry:
+            raise ClusterError(f"{name} was started by an older harness; restart the cluster")
+        cmd = list(entry["cmd"])
+        for flag, value in (options or {}).items():
+            cmd = [arg for arg in cmd if not arg.startswith(f"{flag}=")] + [f"{flag}={value}"]
+        self._start(name, cmd, entry.get("env") or None)
+
+    def stop_plugin(self, node: str) -> None:
+        """Stop the DRA kubelet plugin of `node` (its ResourceSlice stays until deleted)."""
+        self.stop_process(f"plugin-{node}")
+
+    def start_plugin(self, node: str, num_devices: int | None = None) -> None:
+        """Start the DRA kubelet plugin of `node` again (optionally with another device
+        count); it republishes its ResourceSlice."""
+        options = {"--num-devices": str(num_devices)} if num_devices is not None else None
+        self.start_process(f"plugin-{node}", options)
 
     def _print_logs(self) -> None:
         for entry in self.state.get("procs", []):

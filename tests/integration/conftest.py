@@ -10,6 +10,12 @@ Environment:
   DRALAB_CLUSTER_DIR    use a cluster already started with
                         `cluster.py up --dir DIR` (left running afterwards)
   DRALAB_FEATURE_GATES  feature gates for the components, e.g. DRAConsumableCapacity
+
+The tests share that one cluster, so the modules run in the order of
+MODULE_ORDER (each leaves the lab as it found it: default DeviceClass menu,
+72 seats, no workloads, every GPU free). `lab` runs the collection's playbooks
+(tests/integration/playbook.py); `workshop` is the converged lab: driver.yml
+(the DeviceClass menu) and users.yml (72 seats) applied once per session.
 """
 
 from __future__ import annotations
@@ -26,6 +32,21 @@ import pytest
 
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
 TMP_PREFIX = "dralab-it-"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from playbook import Lab  # noqa: E402  (tests/integration/playbook.py)
+
+# Shared cluster state: topics run in this order; a module not listed runs last.
+MODULE_ORDER = (
+    "test_control_plane",
+    "test_device_classes",
+    "test_seats",
+    "test_demos",
+    "test_rush",
+    "test_stale_claim",
+    "test_missing_devices",
+    "test_idempotence",
+)
 
 
 def _load_cluster_module():
@@ -76,3 +97,30 @@ def control_plane(request) -> ControlPlane:
     return ControlPlane(dir=cluster.dir, kubeconfig=cluster.kubeconfig, api_client=api,
                         nodes=list(cluster.nodes), feature_gates=cluster.feature_gates,
                         cluster=cluster)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Put this directory's tests in MODULE_ORDER (stable inside a module); other tests keep their slots."""
+    here = Path(__file__).resolve().parent
+    slots = [i for i, item in enumerate(items) if Path(str(item.fspath)).resolve().parent == here]
+
+    def rank(item):
+        stem = Path(str(item.fspath)).stem
+        return MODULE_ORDER.index(stem) if stem in MODULE_ORDER else len(MODULE_ORDER)
+    ordered = sorted((items[i] for i in slots), key=rank)
+    for slot, item in zip(slots, ordered):
+        items[slot] = item
+
+
+@pytest.fixture(scope="session")
+def lab(control_plane, tmp_path_factory) -> Lab:
+    """Runs the collection's playbooks against the control plane (inventory, artifacts in tmp)."""
+    return Lab(control_plane.kubeconfig, tmp_path_factory.mktemp("lab"))
+
+
+@pytest.fixture(scope="session")
+def workshop(lab) -> Lab:
+    """The converged lab: the default DeviceClass menu (driver.yml) and 72 seats (users.yml)."""
+    lab.converge("playbooks/driver.yml")
+    lab.converge("playbooks/users.yml")
+    return lab
