@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: mirror-tools mirror test-mirror lab harness cluster-up cluster-down test-integration
+.PHONY: mirror-tools mirror test-mirror lab lab-down harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test build clean
 
 help: ## List the targets.
@@ -99,10 +99,15 @@ mirror: harness mirror-tools ## Build the lab's offline mirror from the Go modul
 test-mirror: mirror test-tools ## Smoke check: the roles' URLs and images against the mirror on loopback.
 	DRALAB_CACHE=$(DRALAB_CACHE) $(BIN)/pytest -q tests/lab/test_mirror.py
 
-lab: ## The lab on three podman nodes (issue 4: not there yet).
-	@echo "make lab: the podman lab (offline mirror + 3 nodes + site.yml) is not implemented yet." >&2
-	@echo "Use 'make cluster-up' for a real control plane with 24 emulated GPUs on loopback." >&2
-	@exit 1
+LAB_INVENTORY := inventories/local/hosts.yml
+
+lab: setup mirror ## Build/reuse the mirror, start 3 podman nodes + the mirror node, run site.yml, print health.
+	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) tests/harness/nodes.py up
+	DRALAB_CACHE=$(DRALAB_CACHE) $(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/mirror.yml
+	DRALAB_CACHE=$(DRALAB_CACHE) $(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
+
+lab-down: ## Remove the lab's nodes, volumes and network (found by their label).
+	DRALAB_CACHE=$(DRALAB_CACHE) $(PY) tests/harness/nodes.py down
 
 test: lint test-unit build test-integration ## Everything CI runs.
 

@@ -1,0 +1,102 @@
+"""The lab tier's checks: the podman lab of tests/harness/nodes.py after playbooks/site.yml.
+
+molecule/default runs these as its verifier; with a lab already built
+(make lab) they run alone: `pytest tests/lab`. Nodes are reached with
+`podman exec` (testinfra's podman backend), the API with the admin kubeconfig
+that control_plane fetched, and the seats over SSH with their passwords, as a
+participant logs in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "harness"))
+import nodes  # noqa: E402  (tests/harness/nodes.py: names, addresses, cache paths)
+
+# testinfra's podman backend runs `podman`, which needs the lab's containers.conf.
+os.environ.setdefault("CONTAINERS_CONF", str(nodes.containers_conf()))
+
+INVENTORY = REPO / "inventories" / "local" / "hosts.yml"
+# dralab_artifacts_dir of inventories/local/group_vars/all.yml.
+ARTIFACTS = nodes.cache_root() / "lab" / "artifacts"
+KUBECONFIG = ARTIFACTS / "admin.conf"
+CLUSTER_NODES = ["cp1", "worker1", "worker2"]
+KUBERNETES_VERSION = "v1.35.4"
+DEVICES_PER_NODE = 8
+DRIVER = "gpu.example.com"
+SEATS = 4
+HEALTH_PLAYBOOK = REPO / "tests" / "integration" / "playbooks" / "dra_health_json.yml"
+
+
+def node_host(name: str):
+    import testinfra
+
+    return testinfra.get_host(f"podman://{nodes.BY_NAME[name].container}")
+
+
+@pytest.fixture(scope="session")
+def api():
+    """A kubernetes ApiClient with the admin kubeconfig (fails when the lab is not built)."""
+    if not KUBECONFIG.is_file():
+        pytest.fail(f"no admin kubeconfig at {KUBECONFIG}: build the lab first (make lab)")
+    from kubernetes import config
+
+    return config.new_client_from_config(str(KUBECONFIG))
+
+
+@pytest.fixture(scope="session")
+def core(api):
+    from kubernetes import client
+
+    return client.CoreV1Api(api)
+
+
+@pytest.fixture(scope="session")
+def custom(api):
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api)
+
+
+def ansible_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "MOLECULE_"))}
+    env.update(ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_RETRY_FILES_ENABLED="false",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return env
+
+
+def run_playbook(playbook: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    cmd = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(INVENTORY), str(playbook), *args]
+    return subprocess.run(cmd, cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+@pytest.fixture(scope="session")
+def health(tmp_path_factory) -> dict:
+    """dralab.workshop.dra_health's result for the lab (the integration tier's JSON playbook)."""
+    out = tmp_path_factory.mktemp("health") / "health.json"
+    proc = run_playbook(HEALTH_PLAYBOOK, "-e", json.dumps({"health_json_path": str(out),
+                                                          "health_options": {"fail_on_unhealthy": False}}))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def wait_for(what: str, check, timeout: float = 120, interval: float = 2):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")

@@ -1,0 +1,122 @@
+"""A seat logs in over SSH with its password and runs demo 1 of the workshop (one GPU per pod)."""
+
+from __future__ import annotations
+
+import csv
+import re
+import time
+
+import paramiko
+import pytest
+
+from conftest import ARTIFACTS, CLUSTER_NODES, SEATS, nodes
+
+SEAT = "user01"
+
+# Demo 1 of the workshop (shared/seeds 004), one pod: a claim per pod from a template.
+DEMO_1 = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: single-gpu
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.example.com
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pod-a
+spec:
+  containers:
+  - name: ctr
+    image: busybox:1.37
+    command: ["sh", "-c", "env | grep GPU_DEVICE; trap 'exit 0' TERM; sleep 3600 & wait"]
+    resources:
+      claims:
+      - name: gpu
+  resourceClaims:
+  - name: gpu
+    resourceClaimTemplateName: single-gpu
+"""
+
+
+def credentials() -> dict[str, dict]:
+    with open(ARTIFACTS / "credentials.csv", newline="") as fh:
+        return {row["seat"]: row for row in csv.DictReader(fh)}
+
+
+class Session:
+    """An SSH login with a password, as a participant logs in."""
+
+    def __init__(self, host: str, user: str, password: str):
+        self.client = paramiko.SSHClient()
+        self.client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+        self.client.connect(host, username=user, password=password, look_for_keys=False, allow_agent=False,
+                            timeout=15)
+
+    def run(self, command: str, stdin: str | None = None, timeout: float = 120) -> tuple[int, str, str]:
+        chan_in, chan_out, chan_err = self.client.exec_command(command, timeout=timeout)
+        if stdin is not None:
+            chan_in.write(stdin)
+            chan_in.channel.shutdown_write()
+        out, err = chan_out.read().decode(), chan_err.read().decode()
+        return chan_out.channel.recv_exit_status(), out, err
+
+    def close(self):
+        self.client.close()
+
+
+@pytest.fixture(scope="module")
+def seat():
+    creds = credentials()
+    assert len(creds) == SEATS
+    row = creds[SEAT]
+    assert row["password"], "no password on the credential sheet"
+    host = row["login_hosts"].split()[0]
+    assert host == nodes.BY_NAME["cp1"].ip
+    session = Session(host, SEAT, row["password"])
+    yield session
+    session.run(f"kubectl -n {SEAT} delete pod pod-a --ignore-not-found --wait=false; "
+                f"kubectl -n {SEAT} delete resourceclaimtemplate single-gpu --ignore-not-found")
+    session.close()
+
+
+def test_wrong_password_is_refused():
+    with pytest.raises(paramiko.AuthenticationException):
+        Session(nodes.BY_NAME["cp1"].ip, SEAT, "not-the-password")
+
+
+def test_seat_sees_the_resourceslices(seat):
+    rc, out, err = seat.run("whoami && kubectl get resourceslices -o name")
+    assert rc == 0, err
+    lines = out.split()
+    assert lines[0] == SEAT
+    assert len([line for line in lines[1:] if line.startswith("resourceslice")]) == len(CLUSTER_NODES), out
+
+
+def test_seat_runs_demo_1(seat):
+    rc, out, err = seat.run(f"kubectl -n {SEAT} apply -f -", stdin=DEMO_1)
+    assert rc == 0, err
+    deadline = time.monotonic() + 300
+    while True:
+        rc, phase, err = seat.run(f"kubectl -n {SEAT} get pod pod-a -o jsonpath={{.status.phase}}")
+        if phase == "Running" or time.monotonic() > deadline:
+            break
+        time.sleep(3)
+    if phase != "Running":
+        describe = seat.run(f"kubectl -n {SEAT} describe pod pod-a")[1]
+        pytest.fail(f"pod-a is {phase or 'missing'}:\n{describe[-3000:]}")
+    for _attempt in range(20):
+        rc, logs, err = seat.run(f"kubectl -n {SEAT} logs pod-a")
+        if "GPU_DEVICE_" in logs:
+            break
+        time.sleep(2)
+    assert re.search(r"^GPU_DEVICE_\d+=gpu-\d+$", logs, re.M), logs + err
+    rc, device, err = seat.run(f"kubectl -n {SEAT} get resourceclaims "
+                               "-o jsonpath={.items[0].status.allocation.devices.results[0].device}")
+    assert rc == 0 and re.fullmatch(r"gpu-\d+", device), device + err
