@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: mirror-tools mirror test-mirror lab lab-down harness cluster-up cluster-down test-integration
+.PHONY: lab-tools mirror test-mirror lab lab-down test-lab harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test build clean
 
 help: ## List the targets.
@@ -85,31 +85,40 @@ cluster-down: setup ## Stop the control plane started by cluster-up and remove i
 test-integration: harness ## Integration tests against a real control plane (pytest starts and stops it).
 	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q tests/integration
 
-# --- lab tier: the offline mirror (not in `make test` yet)
-MIRROR_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap
+# --- lab tier: the offline mirror, podman "VMs", site.yml end to end
+# gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,
+# runc, debootstrap and zstd make and run the node images; skopeo loads images.
+LAB_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap zstd
 
-mirror-tools: ## Debian packages the mirror build needs.
-	@missing=$$(for p in $(MIRROR_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+lab-tools: ## Debian packages the mirror build and the podman nodes need.
+	@missing=$$(for p in $(LAB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 	apt-cache show busybox-static >/dev/null 2>&1 || apt-get update -qq
 
-mirror: harness mirror-tools ## Build the lab's offline mirror from the Go module proxy (cached by version).
+mirror: harness lab-tools ## Build the lab's offline mirror from the Go module proxy (cached by version).
 	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) tests/harness/mirror_build.py
 
 test-mirror: mirror test-tools ## Smoke check: the roles' URLs and images against the mirror on loopback.
 	DRALAB_CACHE=$(DRALAB_CACHE) $(BIN)/pytest -q tests/lab/test_mirror.py
 
 LAB_INVENTORY := inventories/local/hosts.yml
+LAB_ENV := DRALAB_CACHE=$(DRALAB_CACHE)
 
-lab: setup mirror ## Build/reuse the mirror, start 3 podman nodes + the mirror node, run site.yml, print health.
-	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) tests/harness/nodes.py up
-	DRALAB_CACHE=$(DRALAB_CACHE) $(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/mirror.yml
-	DRALAB_CACHE=$(DRALAB_CACHE) $(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
+lab: setup mirror ## Bring up the lab (3 podman nodes + mirror node, site.yml) and leave it up.
+	$(LAB_ENV) nice -n 10 $(PY) tests/harness/nodes.py up
+	$(LAB_ENV) $(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/mirror.yml
+	$(LAB_ENV) $(BIN)/ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml
+	@$(LAB_ENV) $(PY) tests/harness/nodes.py seats
 
 lab-down: ## Remove the lab's nodes, volumes and network (found by their label).
-	DRALAB_CACHE=$(DRALAB_CACHE) $(PY) tests/harness/nodes.py down
+	$(LAB_ENV) $(PY) tests/harness/nodes.py down
 
-test: lint test-unit build test-integration ## Everything CI runs.
+# molecule/default: create, mirror, site.yml, idempotence, teardown + site.yml,
+# testinfra verify, destroy. It shares the lab's nodes: it replaces a running lab.
+test-lab: mirror test-tools ## The molecule scenario (the whole lab, then removed).
+	$(LAB_ENV) $(BIN)/molecule test --scenario-name default
+
+test: lint test-unit build test-integration test-lab ## Everything CI runs.
 
 clean: ## Remove build outputs in the repository (not the cache).
 	rm -rf tests/output .pytest_cache

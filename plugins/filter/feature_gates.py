@@ -21,18 +21,8 @@ seealso:
   - plugin: dralab.workshop.feature_gate_map
     plugin_type: filter
 positional: extra
-options:
-  _input:
-    description: The gates, for example a role's defaults.
-    type: raw
-    required: true
-  extra:
-    description: More gates applied after O(_input), usually the lab-wide C(dralab_feature_gates).
-    type: raw
-  strict:
-    description: Fail on a gate name that Kubernetes 1.35 does not know, and on a locked gate set to a value it cannot take.
-    type: bool
-    default: false
+extends_documentation_fragment:
+  - dralab.workshop.feature_gates
 """
 
 EXAMPLES = r"""

@@ -193,23 +193,44 @@ def host_port_problem(value):
     return None
 
 
+def bounded_int(field, value, minimum, too_small):
+    """value as an int of at least minimum, else ValueError '<field> <value> is not an integer' / '... <too_small>'."""
+    try:
+        number = as_int(value)
+    except ValueError:
+        raise ValueError('%s %s is not an integer' % (field, show(value))) from None
+    if number < minimum:
+        raise ValueError('%s %s %s' % (field, show(value), too_small))
+    return number
+
+
 def generate_seat_names(count, prefix='user', width=2):
     """Seat names prefix + the number zero-padded to at least width digits, from 1 to count."""
-    try:
-        count = as_int(count)
-    except ValueError:
-        raise ValueError('count %s is not an integer' % show(count)) from None
-    if count < 0:
-        raise ValueError('count %s is negative' % show(count))
-    try:
-        width = as_int(width)
-    except ValueError:
-        raise ValueError('width %s is not an integer' % show(width)) from None
-    if width < 0:
-        raise ValueError('width %s is negative' % show(width))
+    count = bounded_int('count', count, 0, 'is negative')
+    width = bounded_int('width', width, 0, 'is negative')
     if not isinstance(prefix, str):
         raise ValueError('prefix %s is not a string' % show(prefix))
     return ['%s%0*d' % (prefix, width, number) for number in range(1, count + 1)]
+
+
+def password_lookup_terms(seats, directory, length, encrypt=None):
+    """One ansible.builtin.password lookup term per seat: a file of its own under directory."""
+    if not isinstance(directory, str) or not directory.startswith('/'):
+        raise ValueError('directory %s is not an absolute path' % show(directory))
+    if any(ch.isspace() for ch in directory):
+        raise ValueError('directory %s contains white space, which the password lookup cannot read'
+                         % show(directory))
+    length = bounded_int('length', length, 8, 'is shorter than 8 characters')
+    if encrypt is not None and not re.match(r'^[a-z0-9_]+$', str(encrypt)):
+        raise ValueError('encrypt %s is not a hash scheme name such as sha512_crypt' % show(encrypt))
+    terms = []
+    for seat in seats:
+        problem = seat_name_problem(seat)
+        if problem:
+            raise ValueError('seat name: %s' % problem)
+        term = '%s/%s length=%d chars=ascii_letters,digits' % (directory.rstrip('/'), seat, length)
+        terms.append(term + (' encrypt=%s' % encrypt if encrypt else ''))
+    return terms
 
 
 def parse_duration(value):

@@ -453,9 +453,8 @@ NOT_SERVED_HINT = (" (the Go module proxy does not serve a module or version it 
 
 
 @contextlib.contextmanager
-def group_lock(group: str):
-    """An exclusive lock per wrapper module and version, held while building from it."""
-    path = cache_root() / "gomod" / f"{group}-{group_module(group)[1]}.lock"
+def file_lock(path: Path):
+    """An exclusive flock(2) on `path` (created, with its folder, if missing), held for the block."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -463,6 +462,11 @@ def group_lock(group: str):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def group_lock(group: str):
+    """An exclusive lock per wrapper module and version, held while building from it."""
+    return file_lock(cache_root() / "gomod" / f"{group}-{group_module(group)[1]}.lock")
 
 
 def go_env() -> dict:

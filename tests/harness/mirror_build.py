@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import gzip
 import hashlib
 import json
@@ -712,18 +711,6 @@ class Builder:
         write_atomic(self.manifest_path(), json.dumps(manifest, indent=2) + "\n")
 
 
-@contextlib.contextmanager
-def mirror_lock(cache: Path):
-    path = cache / "mirror-work" / "build.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 # --- summary -------------------------------------------------------------------------
 
 def human(size: int) -> str:
@@ -787,7 +774,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     try:
-        with mirror_lock(builder.cache):
+        with build.file_lock(builder.cache / "mirror-work" / "build.lock"):
             builder.plan = make_plan(args, overrides, builder)
             if not args.force and builder.is_complete():
                 log(f"up to date ({time.monotonic() - started:.1f}s)")

@@ -9,6 +9,7 @@ their image and starts, lists and removes them:
     status   what exists, and whether each node answers on SSH
     down     remove exactly what `up` created (found by its label)
     env      print the shell exports for using podman/ssh on the lab by hand
+    seats    print how to log in as a seat (from site.yml's credential sheet)
 
 What `up` creates, each labelled dralab.workshop/lab=local:
 - network dralab-lab, 10.89.42.0/24, gateway 10.89.42.1 (the build host);
@@ -51,8 +52,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
+import csv
 import hashlib
 import json
 import os
@@ -66,6 +66,11 @@ import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+HARNESS_DIR = Path(__file__).resolve().parent
+if str(HARNESS_DIR) not in sys.path:
+    sys.path.insert(0, str(HARNESS_DIR))
+import build  # noqa: E402  (tests/harness/build.py: file_lock)
 
 LABEL_KEY = "dralab.workshop/lab"
 LABEL_VALUE = "local"
@@ -264,14 +269,6 @@ def image_exists(ref: str) -> bool:
     return podman("image", "exists", ref, check=False).returncode == 0
 
 
-@contextlib.contextmanager
-def locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-
-
 def enable_unit(rootfs: Path, unit: str, target: str = "multi-user.target") -> None:
     wants = rootfs / "etc/systemd/system" / f"{target}.wants"
     wants.mkdir(parents=True, exist_ok=True)
@@ -316,7 +313,7 @@ def customize(rootfs: Path, kind: str) -> None:
 def build_image(kind: str, force: bool = False) -> str:
     ref = image_ref(kind)
     archive = image_archive(kind)
-    with locked(cache_root() / "images" / f".{IMAGES[kind][0]}.lock"):
+    with build.file_lock(cache_root() / "images" / f".{IMAGES[kind][0]}.lock"):
         if force:
             archive.unlink(missing_ok=True)
             if image_exists(ref):
@@ -620,6 +617,29 @@ def status(as_json: bool) -> int:
     return 0 if running else 3
 
 
+def artifacts_dir() -> Path:
+    """dralab_artifacts_dir of inventories/local/group_vars/all.yml."""
+    return lab_dir() / "artifacts"
+
+
+def seats_help() -> None:
+    """How a participant logs in: the first seat of the credential sheet, the admin kubeconfig."""
+    sheet = artifacts_dir() / "credentials.csv"
+    if not sheet.is_file():
+        raise LabError(f"no credential sheet at {sheet}: run playbooks/site.yml on the lab first (make lab)")
+    with open(sheet, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows:
+        raise LabError(f"{sheet} lists no seats (dralab_seats is 0?)")
+    first = rows[0]
+    host = first["login_hosts"].split()[0]
+    print(f"{len(rows)} seat(s); every password is on the credential sheet {sheet} (mode 0600).")
+    print(f"Log in as a participant, e.g. {first['seat']} (password {first['password']}):")
+    print(f"  ssh {first['seat']}@{host}")
+    print("  kubectl get resourceslices")
+    print(f"As the instructor: export KUBECONFIG={artifacts_dir() / 'admin.conf'}")
+
+
 def env_exports() -> None:
     write_containers_conf()
     print(f"export CONTAINERS_CONF={shlex.quote(str(containers_conf()))}")
@@ -648,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     p_status = sub.add_parser("status", help="list the lab (exit 3 unless every node is up)")
     p_status.add_argument("--json", action="store_true")
     sub.add_parser("env", help="print shell exports (CONTAINERS_CONF, the SSH key)")
+    sub.add_parser("seats", help="print how to log in as a seat (after site.yml)")
     args = parser.parse_args(argv)
     try:
         if args.command == "image":
@@ -669,6 +690,8 @@ def main(argv: list[str] | None = None) -> int:
             return status(args.json)
         elif args.command == "env":
             env_exports()
+        elif args.command == "seats":
+            seats_help()
     except LabError as exc:
         log(f"FAILED: {exc}")
         return 1

@@ -20,6 +20,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "harness"))
+sys.path.insert(0, str(REPO / "tests" / "integration"))  # playbook.py: parse_recap
 import nodes  # noqa: E402  (tests/harness/nodes.py: names, addresses, cache paths)
 
 # testinfra's podman backend runs `podman`, which needs the lab's containers.conf.

@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 # The dralab.workshop.* filters the roles' variables use (mirror_url) resolve to this checkout, as in tests/unit.
 _AnsibleCollectionFinder(paths=[str(REPO / "collections")], scan_sys_paths=True)._install()
 sys.path.insert(0, str(REPO / "tests" / "unit"))
-from render import render_role_template, role_defaults  # noqa: E402  (tests/unit/render.py)
+from render import render_role_template, role_defaults, trusted  # noqa: E402  (tests/unit/render.py)
 
 CACHE = Path(os.environ.get("DRALAB_CACHE") or Path.home() / ".cache" / "dralab")
 MIRROR = CACHE / "mirror"
@@ -103,17 +103,6 @@ def files_url(manifest, tmp_path_factory):
     log = tmp_path_factory.mktemp("files") / "http.server.log"
     with running(argv, f"http://127.0.0.1:{port}/", "http.server", log):
         yield f"http://127.0.0.1:{port}"
-
-
-def trusted(value):
-    """Strings marked as templates, recursively, as Ansible does for variables from role files."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: trusted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [trusted(item) for item in value]
-    return value
 
 
 def evaluate(role: str, expression: str, inventory: dict):

@@ -91,6 +91,16 @@ def test_wrong_password_is_refused():
         Session(nodes.BY_NAME["cp1"].ip, SEAT, "not-the-password")
 
 
+def test_each_seat_has_its_own_password():
+    creds = credentials()
+    passwords = [row["password"] for row in creds.values()]
+    assert len(set(passwords)) == len(passwords) == SEATS, "seats share a password"
+    # Another seat's password does not open this seat's account.
+    other = creds["user02"]["password"]
+    with pytest.raises(paramiko.AuthenticationException):
+        Session(nodes.BY_NAME["cp1"].ip, SEAT, other)
+
+
 def test_seat_sees_the_resourceslices(seat):
     rc, out, err = seat.run("whoami && kubectl get resourceslices -o name")
     assert rc == 0, err

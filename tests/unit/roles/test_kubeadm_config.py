@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
@@ -14,9 +16,22 @@ HOST = {
 }
 
 
+def assert_no_document_without_content(text: str) -> None:
+    """kubeadm rejects a document that holds only comments (e.g. the ansible_managed header before a `---`).
+
+    Checks the raw text, `---` line by `---` line: every document, empty ones included, needs a line that is
+    neither blank nor a comment.
+    """
+    for number, document in enumerate(re.split(r"^---[ \t]*$", text, flags=re.MULTILINE), start=1):
+        lines = [line.strip() for line in document.splitlines()]
+        assert any(line and not line.startswith("#") for line in lines), (
+            f"document {number} has only comments or blank lines: {document!r}")
+
+
 def render(**extra_vars) -> dict:
     """Render kubeadm-config.yaml.j2 and index its documents by kind."""
     text = render_role_template("control_plane", "kubeadm-config.yaml.j2", {**HOST, **extra_vars})
+    assert_no_document_without_content(text)
     docs = [doc for doc in yaml.safe_load_all(text) if doc]
     kinds = [doc["kind"] for doc in docs]
     assert len(kinds) == len(set(kinds)), kinds
@@ -162,3 +177,18 @@ def test_feature_gates_can_switch_a_gate_off():
     cluster = docs["ClusterConfiguration"]
     assert args(cluster["scheduler"])["feature-gates"] == "DRAAdminAccess=false,DRADeviceTaints=true"
     assert docs["KubeletConfiguration"]["featureGates"] == {"DRAAdminAccess": False, "DRADeviceTaints": True}
+
+
+def test_join_configuration_is_one_document_with_content():
+    """The worker role's kubeadm-join.yaml.j2, from a `kubeadm token create --print-join-command` line."""
+    join_command = ("kubeadm join 192.0.2.10:6443 --token abcdef.0123456789abcdef "
+                    "--discovery-token-ca-cert-hash sha256:" + "0" * 64)
+    text = render_role_template("worker", "kubeadm-join.yaml.j2", {
+        **HOST, "inventory_hostname": "worker1", "ansible_host": "192.0.2.11",
+        "control_plane_join_command": join_command, "control_plane_preflight_errors": [],
+    })
+    assert_no_document_without_content(text)
+    (join,) = list(yaml.safe_load_all(text))
+    assert join["kind"] == "JoinConfiguration"
+    assert join["discovery"]["bootstrapToken"]["apiServerEndpoint"] == "192.0.2.10:6443"
+    assert join["nodeRegistration"]["name"] == "worker1"
