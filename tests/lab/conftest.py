@@ -28,7 +28,7 @@ os.environ.setdefault("CONTAINERS_CONF", str(nodes.containers_conf()))
 
 INVENTORY = REPO / "inventories" / "local" / "hosts.yml"
 # dralab_artifacts_dir of inventories/local/group_vars/all.yml.
-ARTIFACTS = nodes.cache_root() / "lab" / "artifacts"
+ARTIFACTS = nodes.artifacts_dir()
 KUBECONFIG = ARTIFACTS / "admin.conf"
 CLUSTER_NODES = ["cp1", "worker1", "worker2"]
 KUBERNETES_VERSION = "v1.35.4"
