@@ -25,7 +25,7 @@ REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
 .PHONY: lab-tools mirror test-mirror lab lab-down test-lab harness cluster-up cluster-down test-integration
-.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test build clean
+.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit settings-docs test build clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -63,6 +63,9 @@ lint: yamllint ansible-lint sanity ## Everything static: yamllint, ansible-lint,
 test-unit: test-tools ## Unit tests: module_utils, filters, templates.
 	$(BIN)/pytest -q tests/unit
 
+settings-docs: setup ## Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py.
+	$(BIN)/python tests/harness/settings_docs.py
+
 build: setup ## Build the collection tarball and render every doc from the installed copy.
 	rm -rf $(DRALAB_CACHE)/dist
 	$(BIN)/ansible-galaxy collection build --force --output-path $(DRALAB_CACHE)/dist .
@@ -73,7 +76,7 @@ CLUSTER_DIR ?= $(DRALAB_CACHE)/cluster
 FEATURE_GATES ?=
 
 harness: setup ## Build etcd, kube-*, kubectl, kwok and the DRA example plugin (cached by version).
-	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) tests/harness/build.py
+	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) tests/harness/gobuild.py
 
 cluster-up: harness ## Start a control plane with 3 fake nodes x 8 GPUs on loopback; prints the kubeconfig.
 	DRALAB_CACHE=$(DRALAB_CACHE) $(PY) tests/harness/cluster.py up --dir $(CLUSTER_DIR) \

@@ -44,7 +44,7 @@ options:
     type: path
     aliases: [ssl_ca_cert]
 requirements:
-  - kubernetes >= 24.2.0 (Python client)
+  - kubernetes >= 34.1.0 (Python client)
 notes:
   - Authentication options follow the kubernetes.core modules, so the same
     E(K8S_AUTH_*) environment variables work for both.

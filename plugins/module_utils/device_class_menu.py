@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import is_dns1123_subdomain
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
     DESCRIPTION_ANNOTATION,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     is_managed,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.values import is_dns1123_subdomain
 
 API_VERSION = 'resource.k8s.io/v1'
 KIND = 'DeviceClass'
@@ -65,8 +65,13 @@ def _config_item(item):
     return {'opaque': {'driver': item['driver'], 'parameters': item['parameters']}}
 
 
-def validate_menu(menu, variable='menu'):
-    """Every problem of the menu, each message naming the entry and the field."""
+def validate_menu(menu, variable='menu', compile_problem=None):
+    """Every problem of the menu, each message naming the entry and the field.
+
+    compile_problem(expression) returns why a CEL selector does not compile in
+    the DRA CEL environment (or None); without it only the form is checked and
+    the API server judges the expressions.
+    """
     if not isinstance(menu, (list, tuple)):
         return ['%s must be a list of DeviceClasses, got %s' % (variable, _show(menu))]
     problems = []
@@ -103,6 +108,10 @@ def validate_menu(menu, variable='menu'):
                                     % (where, position, _show(selector)))
                 elif not expression.strip():
                     problems.append('%s.selectors[%d] is an empty CEL expression' % (where, position))
+                elif compile_problem is not None:
+                    problem = compile_problem(expression)
+                    if problem:
+                        problems.append('%s.selectors[%d] does not compile: %s' % (where, position, problem))
         description = entry.get('description')
         if description is not None and not isinstance(description, str):
             problems.append('%s.description must be a string, got %s' % (where, _show(description)))

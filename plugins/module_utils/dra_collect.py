@@ -9,7 +9,7 @@ dra_model.analyze(), plus warnings for optional reads that failed.
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages
 
 LIST_PATHS = (
     ('device_classes', '/apis/resource.k8s.io/v1/deviceclasses'),
@@ -21,21 +21,11 @@ LIST_PATHS = (
 )
 EVENTS_PATH = '/api/v1/events'
 EVENTS_QUERY = {'fieldSelector': 'reason=FailedScheduling'}
-PAGE_SIZE = 500
 
 
 def list_with_query(client, path, query):
-    """Every item of a list endpoint with extra query parameters, following continue tokens."""
-    items = []
-    params = dict(query, limit=PAGE_SIZE)
-    while True:
-        page = client.request('GET', path, query=params) or {}
-        items.extend(page.get('items') or [])
-        token = (page.get('metadata') or {}).get('continue')
-        if not token:
-            return items
-        params = dict(query, limit=PAGE_SIZE)
-        params['continue'] = token
+    """Every item of a list endpoint with extra query parameters (k8s_client.list_pages)."""
+    return list_pages(client, path, query)
 
 
 def collect(client, include_events=True):

@@ -18,8 +18,9 @@ import datetime
 import re
 from collections import defaultdict
 
+from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, parse_duration
+
 DEFAULT_DRIVER = 'gpu.example.com'
-SEAT_LABEL = 'dralab.workshop/seat'
 POD_CLAIM_NAME_ANNOTATION = 'resource.kubernetes.io/pod-claim-name'
 TERMINATED_PHASES = ('Succeeded', 'Failed')
 
@@ -38,36 +39,12 @@ PROBLEM_TYPES = (
     'claim_device_unknown',
 )
 
-_DURATION_UNITS = {'s': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 604800}
-_DURATION_RE = re.compile(r'(\d+)\s*([smhdw])')
 _UTC = datetime.timezone.utc
 
 
 # ---------------------------------------------------------------------------
 # Small helpers
 # ---------------------------------------------------------------------------
-
-def parse_duration(value):
-    """Seconds from an int or a string like "90", "30m", "1h", "2d", "1h30m"."""
-    if isinstance(value, bool):
-        raise ValueError('duration must be a number of seconds or a string like "30m", "1h", "2d", not %r' % (value,))
-    if isinstance(value, (int, float)):
-        seconds = int(value)
-    else:
-        text = str(value).strip().lower()
-        if text.isdigit():
-            seconds = int(text)
-        else:
-            compact = text.replace(' ', '')
-            parts = _DURATION_RE.findall(compact)
-            if not parts or ''.join(number + unit for number, unit in parts) != compact:
-                raise ValueError('cannot read duration %r: use seconds or a number with a unit s, m, h, d or w '
-                                 '(for example "30m", "1h", "2d", "1h30m")' % (value,))
-            seconds = sum(int(number) * _DURATION_UNITS[unit] for number, unit in parts)
-    if seconds < 0:
-        raise ValueError('duration %r is negative' % (value,))
-    return seconds
-
 
 def parse_time(value):
     """An aware UTC datetime from an RFC 3339 API timestamp (None if missing or unreadable)."""
@@ -125,11 +102,13 @@ def _condition(obj, kind):
     return None
 
 
-def _plural(count, word, plural=None):
-    return '%d %s' % (count, word if count == 1 else (plural or word + 's'))
+def plural(count, word, plural_form=None):
+    """'1 GPU', '3 GPUs': a count with its noun."""
+    return '%d %s' % (count, word if count == 1 else (plural_form or word + 's'))
 
 
-def _join(names):
+def join_names(names):
+    """'a', 'a and b', 'a, b and c'."""
     names = list(names)
     if len(names) <= 1:
         return ''.join(names)
@@ -199,7 +178,7 @@ class _Index:
                 current = table.get(key)
                 if current is None or stamp > current[0]:
                     table[key] = (stamp, event)
-        self.pools = _build_pools(slices or [])
+        self.pools = build_pools(slices or [])
         self.devices = {}
         for pool in self.pools.values():
             for device_name, device in pool['devices'].items():
@@ -227,7 +206,7 @@ def _event_time(event):
     return max(stamps) if stamps else _EPOCH
 
 
-def _build_pools(slices):
+def build_pools(slices):
     """Group ResourceSlices by (driver, pool); keep the devices of the newest generation."""
     grouped = defaultdict(list)
     for rslice in slices:
@@ -309,7 +288,7 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
                 'node_missing_slice', ERROR, obj,
                 'node %s is expected to publish %s for driver %s, but no Node named %s exists in the cluster; '
                 'check the node list given to the health check (option nodes / lab_health_nodes) against '
-                '"kubectl get nodes", or join the node.' % (name, _plural(want, 'device'), driver, name),
+                '"kubectl get nodes", or join the node.' % (name, plural(want, 'device'), driver, name),
                 node=name, driver=driver, published=count, expected=want))
             continue
         if name in expected_set and want > 0 and count == 0:
@@ -321,7 +300,7 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
                 'node %s publishes no ResourceSlice for driver %s, so none of its %s can be allocated and pods '
                 'asking for them stay Pending.%s Check that the driver\'s kubelet plugin pod runs on %s '
                 '(kubectl get pods -A -o wide --field-selector spec.nodeName=%s) and read its logs; restarting '
-                'that pod republishes the slice.' % (name, driver, _plural(want, 'device'), why, name, name),
+                'that pod republishes the slice.' % (name, driver, plural(want, 'device'), why, name, name),
                 node=name, driver=driver, published=0, expected=want))
         elif name in expected_set and 0 < count < want:
             problems.append(_problem(
@@ -359,13 +338,13 @@ def _check_pools(index, problems):
         parts = []
         if incomplete:
             parts.append('at its newest generation %d it announces %s (resourceSliceCount %s) but %s present'
-                         % (pool['generation'], _plural(pool['resource_slice_count'], 'slice'),
+                         % (pool['generation'], plural(pool['resource_slice_count'], 'slice'),
                             '/'.join(str(c) for c in pool['slice_counts']),
-                            _plural(pool['slices_seen'], 'slice is', 'slices are')))
+                            plural(pool['slices_seen'], 'slice is', 'slices are')))
         if stale:
             older = [str(g) for g in pool['generations'][:-1]]
             parts.append('slices of older generation%s %s are still present next to generation %d'
-                         % ('s' if len(older) > 1 else '', _join(older), pool['generation']))
+                         % ('s' if len(older) > 1 else '', join_names(older), pool['generation']))
         reason = ('pool %s of driver %s%s is inconsistent: %s. The scheduler only uses the newest generation '
                   'and treats an incomplete pool as unusable, so its devices may not be allocatable. This is normal '
                   'for a few seconds while the driver republishes; if it persists, restart the driver\'s kubelet '
@@ -433,7 +412,7 @@ def _scheduler_hint(message):
     return ''
 
 
-def _check_claims(index, stale_after, now, problems):
+def _check_claims(index, stale_after, now, problems, explanations=None):
     rows = []
     allocations = defaultdict(list)  # (driver, pool, device) -> [(claim key, admin access)]
     claims_sorted = sorted(index.claims, key=lambda c: (_ns(c) or '', _name(c) or ''))
@@ -473,8 +452,8 @@ def _check_claims(index, stale_after, now, problems):
                     '(kubectl -n %s delete resourceclaim %s) and create it again so the scheduler picks a published '
                     'device.' % (ref, key[2], key[1], key[0], where, ns, name),
                     namespace=ns, name=name, driver=key[0], pool=key[1], device=key[2]))
-        device_text = _join(['%s on node %s' % (d['device'], d['node']) if d['node']
-                             else '%s in pool %s' % (d['device'], d['pool']) for d in devices]) or 'its devices'
+        device_text = join_names(['%s on node %s' % (d['device'], d['node']) if d['node']
+                                  else '%s in pool %s' % (d['device'], d['pool']) for d in devices]) or 'its devices'
         held = 'GPU %s' % device_text if len(devices) == 1 else 'devices %s' % device_text
 
         reserved_names = []
@@ -499,14 +478,14 @@ def _check_claims(index, stale_after, now, problems):
             alive.append(_name(pod))
 
         if missing:
-            what = _join(['pod %s/%s which %s' % (ns, pod_name, why) for pod_name, why in missing])
+            what = join_names(['pod %s/%s which %s' % (ns, pod_name, why) for pod_name, why in missing])
             if alive:
                 problems.append(_problem(
                     'claim_reserved_for_missing_pod', WARNING, obj,
                     'claim %s is still reserved for %s, next to live pod%s %s; the stale entry should be dropped by '
                     'the resource claim controller. If it stays, the claim will not be released when the live pods '
                     'finish: delete it then (kubectl -n %s delete resourceclaim %s).'
-                    % (ref, what, 's' if len(alive) > 1 else '', _join(alive), ns, name),
+                    % (ref, what, 's' if len(alive) > 1 else '', join_names(alive), ns, name),
                     namespace=ns, name=name, pods=[entry[0] for entry in missing]))
             else:
                 fix = 'kubectl -n %s delete resourceclaim %s' % (ns, name)
@@ -534,7 +513,7 @@ def _check_claims(index, stale_after, now, problems):
             class_text = ''
             if missing_classes:
                 class_text = (' It requests DeviceClass %s, which does not exist (kubectl get deviceclasses lists '
-                              'the menu).' % _join(missing_classes))
+                              'the menu).' % join_names(missing_classes))
             if pod is None:
                 pending_reason = 'no pod uses this claim yet'
                 reason = ('claim %s is pending: no pod uses this claim yet, so the scheduler has not tried to '
@@ -548,13 +527,22 @@ def _check_claims(index, stale_after, now, problems):
                 reason = ('claim %s is pending: pod %s/%s is waiting for the scheduler, which has not reported '
                           'a failure yet.%s' % (ref, ns, _name(pod), class_text))
             if missing_classes and pod is not None and not message:
-                pending_reason = 'DeviceClass %s does not exist' % _join(missing_classes)
-            problems.append(_problem('claim_pending', WARNING, obj, reason, namespace=ns, name=name))
+                pending_reason = 'DeviceClass %s does not exist' % join_names(missing_classes)
+            explained = (explanations or {}).get(ref)
+            extra = {}
+            if explained:
+                reason = '%s Explainer (%s): %s' % (reason.rstrip(), explained['reason'], explained['sentence'])
+                extra = {'explain_reason': explained['reason'], 'explain_sentence': explained['sentence'],
+                         'allocatable_now': explained['allocatable']}
+            problems.append(_problem('claim_pending', WARNING, obj, reason, namespace=ns, name=name, **extra))
 
+        explained = (explanations or {}).get(ref) if state == 'pending' else None
         rows.append({
             'namespace': ns, 'name': name, 'seat': seat, 'state': state, 'devices': devices,
             'reserved_for': reserved_names, 'holder_pods_alive': alive, 'owner_template': owner_template,
             'created': created, 'age_seconds': age, 'pending_reason': pending_reason,
+            'explain_reason': explained['reason'] if explained else None,
+            'explain_sentence': explained['sentence'] if explained else None,
         })
     return rows, allocations
 
@@ -576,7 +564,7 @@ def _check_double_allocations(index, allocations, problems):
             '%s is allocated to %d claims (%s) but does not allow multiple allocations, so their workloads '
             'share one GPU without knowing it. One allocation is stale or was written by hand: delete the claim '
             'that should not have it (for example kubectl -n %s delete resourceclaim %s) and check the '
-            'kube-scheduler logs.' % (_device_label(driver, pool, name, node), len(holders), _join(holders),
+            'kube-scheduler logs.' % (_device_label(driver, pool, name, node), len(holders), join_names(holders),
                                       ns, claim_name),
             driver=driver, pool=pool, device=name, claims=holders))
 
@@ -587,10 +575,12 @@ def _check_double_allocations(index, allocations, problems):
 
 def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None, namespaces=None, events=None,
             driver=DEFAULT_DRIVER, expected_devices_per_node=8, expected_nodes=None, node_selector=None,
-            stale_claim_age='1h', now=None):
+            stale_claim_age='1h', now=None, explanations=None):
     """Judge the DRA state of a cluster; return the health report dict.
 
     now: aware datetime (default: current UTC time) against which claim ages are measured.
+    explanations: {"namespace/name": dra_explain result} for pending claims; each claim_pending problem
+    then adds the explainer's reason code and sentence to the scheduler's text.
     """
     now = parse_time(now) if now is not None else datetime.datetime.now(_UTC)
     stale_after = parse_duration(stale_claim_age)
@@ -600,7 +590,7 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
     node_rows, expected = _check_nodes(index, driver, int(expected_devices_per_node), expected_nodes,
                                        node_selector, problems)
     pool_rows = _check_pools(index, problems)
-    claim_rows, allocations = _check_claims(index, stale_after, now, problems)
+    claim_rows, allocations = _check_claims(index, stale_after, now, problems, explanations)
     _check_double_allocations(index, allocations, problems)
 
     expected_set = set(expected)

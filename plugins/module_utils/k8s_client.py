@@ -5,14 +5,21 @@
 
 Objects come back as plain dicts exactly as the API serves them, so the
 analysis code in this collection works the same on live and recorded objects.
+KubeClient needs no Ansible: the programs that run on lab nodes (can-has-gpu,
+dralab-lease-reaper) use it too, from a venv without ansible-core.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # pragma: no cover - PyYAML comes with ansible-core and the kubernetes client
+    HAS_YAML = False
 
 try:
     from kubernetes import client as k8s_client
@@ -28,8 +35,15 @@ except ImportError as exc:  # pragma: no cover - depends on the controller
         """Stands in for kubernetes.client.rest.ApiException when the client is missing."""
 
 
+# The client this collection needs (ResourceV1Api, resource.k8s.io/v1): the same
+# as requirements.txt and the k8s_auth doc fragment (tests/unit/test_metadata.py).
+KUBERNETES_REQUIREMENT = 'kubernetes>=34.1.0'
+
+
 def auth_argspec():
     """Authentication options shared by every module of the collection (see the k8s_auth doc fragment)."""
+    from ansible.module_utils.basic import env_fallback  # only modules need Ansible
+
     return dict(
         kubeconfig=dict(type='path', fallback=(env_fallback, ['K8S_AUTH_KUBECONFIG'])),
         context=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_CONTEXT'])),
@@ -43,6 +57,8 @@ def auth_argspec():
 
 def run_with_client(argument_spec, run):
     """The main() of a module of this collection: parse the options, connect, call run(module, client)."""
+    from ansible.module_utils.basic import AnsibleModule  # only modules need Ansible
+
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
         client = KubeClient.from_params(module.params)
@@ -70,7 +86,7 @@ class KubeClient:
     def from_params(cls, params):
         if not HAS_KUBERNETES:
             raise K8sError('The Python "kubernetes" client is required on the host running this module '
-                           '(pip install "kubernetes>=24.2.0"): %s' % KUBERNETES_IMPORT_ERROR)
+                           '(pip install "%s"): %s' % (KUBERNETES_REQUIREMENT, KUBERNETES_IMPORT_ERROR))
         configuration = k8s_client.Configuration()
         host = params.get('host')
         api_key = params.get('api_key')
@@ -80,8 +96,7 @@ class KubeClient:
             if params.get('ca_cert'):
                 configuration.ssl_ca_cert = params['ca_cert']
         else:
-            kubeconfig = params.get('kubeconfig') or os.environ.get('KUBECONFIG') or os.path.expanduser('~/.kube/config')
-            kubeconfig = kubeconfig.split(os.pathsep)[0]
+            kubeconfig = kubeconfig_path(params)
             if not os.path.exists(kubeconfig):
                 raise K8sError('No kubeconfig found at %s: set the kubeconfig option (or K8S_AUTH_KUBECONFIG), '
                                'or give host and api_key.' % kubeconfig)
@@ -135,17 +150,95 @@ class KubeClient:
                 return None
             raise
 
-    def list_items(self, path):
-        """Every item of a list endpoint, following continue tokens."""
-        items = []
-        query = {'limit': 500}
-        while True:
-            page = self.request('GET', path, query=query) or {}
-            items.extend(page.get('items') or [])
-            token = (page.get('metadata') or {}).get('continue')
-            if not token:
-                return items
-            query = {'limit': 500, 'continue': token}
+    def list_items(self, path, query=None):
+        """Every item of a list endpoint, following continue tokens (see list_pages)."""
+        return list_pages(self, path, query)
+
+
+PAGE_SIZE = 500
+
+
+def list_pages(client, path, query=None):
+    """Every item of a list endpoint, page by page, following continue tokens.
+
+    The one paging loop of the collection: client is anything with
+    request(method, path, body=None, query=None) (a KubeClient, a test fake);
+    query adds parameters such as labelSelector or fieldSelector.
+    """
+    items = []
+    params = dict(query or {}, limit=PAGE_SIZE)
+    while True:
+        page = client.request('GET', path, query=dict(params)) or {}
+        items.extend(page.get('items') or [])
+        token = (page.get('metadata') or {}).get('continue')
+        if not token:
+            return items
+        params['continue'] = token
+
+
+# ---------------------------------------------------------------- kubeconfigs
+
+def kubeconfig_path(params):
+    """The kubeconfig a module uses: its kubeconfig option, else $KUBECONFIG (first file), else ~/.kube/config."""
+    path = params.get('kubeconfig') or os.environ.get('KUBECONFIG') or os.path.expanduser('~/.kube/config')
+    return path.split(os.pathsep)[0]
+
+
+def load_kubeconfig_text(text):
+    """Parse kubeconfig text (YAML or JSON) into a dict; {} when unreadable."""
+    if not text:
+        return {}
+    try:
+        data = yaml.safe_load(text) if HAS_YAML else json.loads(text)
+    except Exception:  # any parse error means "no usable kubeconfig"
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def named_entry(entries, name, key):
+    """entry[key] of the kubeconfig list entry called name (contexts, clusters, users), or None."""
+    for entry in entries or []:
+        if isinstance(entry, dict) and entry.get('name') == name and isinstance(entry.get(key), dict):
+            return entry[key]
+    return None
+
+
+def read_ca_file(path):
+    try:
+        with open(path, 'rb') as handle:
+            return base64.b64encode(handle.read()).decode('ascii')
+    except (IOError, OSError) as exc:
+        raise K8sError('Cannot read the CA certificate %s: %s' % (path, exc))
+
+
+def kubeconfig_cluster(path, context_name=None):
+    """(server, ca_data, insecure) of a kubeconfig's context. Raises K8sError."""
+    try:
+        with open(path, 'r') as handle:
+            config = load_kubeconfig_text(handle.read())
+    except (IOError, OSError) as exc:
+        raise K8sError('Cannot read the admin kubeconfig %s: %s' % (path, exc))
+    name = context_name or config.get('current-context')
+    context = named_entry(config.get('contexts'), name, 'context')
+    if context is None:
+        raise K8sError('The kubeconfig %s has no context %s' % (path, name))
+    cluster = named_entry(config.get('clusters'), context.get('cluster'), 'cluster')
+    if cluster is None or not cluster.get('server'):
+        raise K8sError('The kubeconfig %s has no server for cluster %s' % (path, context.get('cluster')))
+    ca_data = cluster.get('certificate-authority-data')
+    if not ca_data and cluster.get('certificate-authority'):
+        ca_path = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(cluster['certificate-authority']))
+        ca_data = read_ca_file(ca_path)
+    return cluster['server'], ca_data or None, bool(cluster.get('insecure-skip-tls-verify'))
+
+
+def cluster_endpoint(params):
+    """(server, ca_data, insecure) of the API server the auth options point to (for kubeconfigs written for others)."""
+    if params.get('host') and params.get('api_key'):
+        ca_data = read_ca_file(params['ca_cert']) if params.get('ca_cert') else None
+        return params['host'], ca_data, not params.get('validate_certs', True)
+    server, ca_data, insecure = kubeconfig_cluster(kubeconfig_path(params), params.get('context'))
+    return params.get('host') or server, ca_data, insecure
 
 
 def _api_message(exc, method, path):

@@ -15,128 +15,50 @@ with the name of the variable (or inventory group) it is about.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 
+from ansible_collections.dralab.workshop.plugins.module_utils.device_class_menu import validate_menu
 from ansible_collections.dralab.workshop.plugins.module_utils.feature_gates import (
     FEATURE_GATES,
     FEATURE_GATES_VERSION,
 )
-
-# The lab-wide defaults of docs/conventions.md (only the ones validated here).
-DEFAULTS = {
-    'dralab_kubernetes_version': '1.35.4',
-    'dralab_allow_unsupported_kubernetes_version': False,
-    'dralab_download_mirror': '',
-    'dralab_registry_mirror': '',
-    'dralab_feature_gates': [],
-    'dralab_cgroup_v1': False,
-    'dralab_devices_per_node': 8,
-    'dralab_seats': 72,
-    'dralab_seat_prefix': 'user',
-    'dralab_seat_width': 2,
-    'dralab_seat_names': None,
-    'dralab_event_duration': '8h',
-    'dralab_device_classes': None,
-    'dralab_login_hosts': None,
-}
+from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import (
+    BY_NAME,
+    DEFAULTS,
+    NAMES,
+    ROLE_VERSIONS,
+    SETTINGS,
+    unknown_name_warning,
+)
+# Re-exported: the filters and older callers import these from here.
+from ansible_collections.dralab.workshop.plugins.module_utils.values import (  # noqa: F401 pylint: disable=unused-import
+    RESERVED_SEAT_NAMES,
+    SEMVER,
+    as_bool,
+    as_int,
+    bounded_int,
+    host_port_problem,
+    ip_address,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    network,
+    parse_duration,
+    seat_name_problem,
+    semver_problem,
+    show,
+    url_problem,
+)
 
 SUPPORTED_KUBERNETES_MINOR = (1, 35)
-DEVICES_PER_NODE_RANGE = (1, 128)
-# Far above any workshop; stops a typo from generating millions of accounts.
-SEATS_RANGE = (0, 10000)
-SEAT_WIDTH_RANGE = (1, 10)
 # TokenRequest refuses expirationSeconds below 10 minutes.
 MIN_EVENT_DURATION = 600
 
-# Names a seat must never take: the Linux account would be an existing system
-# account, or the namespace an existing system namespace.
-RESERVED_SEAT_NAMES = frozenset((
-    'root', 'daemon', 'bin', 'sys', 'sync', 'games', 'man', 'lp', 'mail',
-    'news', 'uucp', 'proxy', 'www-data', 'backup', 'list', 'irc', 'gnats',
-    'nobody', 'messagebus', 'sshd', 'admin', 'ubuntu', 'debian', 'kubernetes',
-    'default', 'kube-system', 'kube-public', 'kube-node-lease',
-))
-
-_DNS1123_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
-_DNS1123_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
-# Debian's useradd NAME_REGEX (^[a-z][-a-z0-9_]*$) intersected with a DNS-1123 label.
-_SEAT_NAME = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
-_SEAT_NAME_MAX = 32
-_SEMVER = re.compile(
-    r'^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)'
-    r'(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$'
-)
-_HOSTNAME = re.compile(
-    r'^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\.?$'
-)
-_IPV6 = re.compile(r'^\[[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?\]$')
-_HOST_PORT = re.compile(r'^(\[[^\]]*\]|[^:/\[\]]+)(?::([0-9]+))?$')
-_URL = re.compile(r'^(https?)://([^/?#\s]+)([/?#]\S*)?$', re.IGNORECASE)
 _SCHEME = re.compile(r'^[A-Za-z][A-Za-z0-9+.-]*://')
-_DURATION = re.compile(r'^(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$')
-_DURATION_UNITS = (7 * 86400, 86400, 3600, 60, 1)
 _GATE_NAME = re.compile(r'^[A-Za-z][A-Za-z0-9]*$')
-_BOOL_TRUE = ('true', 'yes', 'on', '1')
-_BOOL_FALSE = ('false', 'no', 'off', '0')
 
 
-def show(value):
-    """Render a value for a message the way an instructor wrote it in YAML."""
-    if isinstance(value, str):
-        return repr(str(value))
-    try:
-        return json.dumps(value, sort_keys=True)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def as_int(value):
-    """Return value as an int (ints and strings of digits), else raise ValueError."""
-    if isinstance(value, bool):
-        raise ValueError('%s is not an integer' % show(value))
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.match(r'^\s*[-+]?\d+\s*$', value):
-        return int(value)
-    raise ValueError('%s is not an integer' % show(value))
-
-
-def as_bool(value):
-    """Return value as a bool (booleans and the usual YAML spellings), else raise ValueError."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in _BOOL_TRUE:
-            return True
-        if lowered in _BOOL_FALSE:
-            return False
-    raise ValueError('%s is not a boolean' % show(value))
-
-
-def is_dns1123_label(value):
-    return isinstance(value, str) and len(value) <= 63 and bool(_DNS1123_LABEL.match(value))
-
-
-def is_dns1123_subdomain(value):
-    return isinstance(value, str) and len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
-
-
-def seat_name_problem(name):
-    """Why name cannot be a seat (Linux user name and DNS-1123 label), or None."""
-    if not isinstance(name, str):
-        return '%s is not a string' % show(name)
-    if not name:
-        return 'the name is empty'
-    if len(name) > _SEAT_NAME_MAX:
-        return '%s is longer than %d characters (Linux user name limit)' % (show(name), _SEAT_NAME_MAX)
-    if not _SEAT_NAME.match(name):
-        return ('%s is not a valid Linux user name and DNS-1123 label '
-                '(lower case letters, digits and "-", starting with a letter, ending with a letter or digit)' % show(name))
-    if name in RESERVED_SEAT_NAMES:
-        return '%s is reserved (an existing system account or namespace)' % show(name)
-    return None
+def _bounds(name):
+    return BY_NAME[name].bounds
 
 
 # ---------------------------------------------------------------- filters' logic
@@ -160,48 +82,6 @@ def mirror_url(upstream_url, mirror):
         raise ValueError('mirror %s: %s' % (show(mirror), problem))
     rest = _SCHEME.sub('', upstream_url.strip(), count=1).lstrip('/')
     return mirror.rstrip('/') + '/' + rest
-
-
-def url_problem(value):
-    """Why value is not an http(s):// URL with a host, or None."""
-    match = _URL.match(value)
-    if not match:
-        return 'not an http:// or https:// URL (for example http://10.88.0.1:8080)'
-    problem = host_port_problem(match.group(2))
-    if problem:
-        return 'bad host: %s' % problem
-    return None
-
-
-def host_port_problem(value):
-    """Why value is not host[:port] (name, IPv4 address or [IPv6] address), or None."""
-    if not isinstance(value, str) or not value:
-        return '%s is not a host[:port]' % show(value)
-    if '://' in value:
-        return '%s has a scheme; give host[:port] only (for example 10.88.0.1:5000)' % show(value)
-    match = _HOST_PORT.match(value)
-    if not match:
-        return '%s is not host[:port] (for example 10.88.0.1:5000 or mirror.lab:5000)' % show(value)
-    host, port = match.group(1), match.group(2)
-    if host.startswith('['):
-        if not _IPV6.match(host):
-            return '%s is not a valid [IPv6] address' % show(host)
-    elif not _HOSTNAME.match(host):
-        return '%s is not a valid host name or IPv4 address' % show(host)
-    if port is not None and not 1 <= int(port) <= 65535:
-        return 'port %s is outside 1..65535' % port
-    return None
-
-
-def bounded_int(field, value, minimum, too_small):
-    """value as an int of at least minimum, else ValueError '<field> <value> is not an integer' / '... <too_small>'."""
-    try:
-        number = as_int(value)
-    except ValueError:
-        raise ValueError('%s %s is not an integer' % (field, show(value))) from None
-    if number < minimum:
-        raise ValueError('%s %s %s' % (field, show(value), too_small))
-    return number
 
 
 def generate_seat_names(count, prefix='user', width=2):
@@ -233,23 +113,13 @@ def password_lookup_terms(seats, directory, length, encrypt=None):
     return terms
 
 
-def parse_duration(value):
-    """Seconds in a duration: an int, a string of digits, or units w, d, h, m, s as in 8h, 90m, 1h30m, 2d."""
-    if isinstance(value, bool):
-        raise ValueError('%s is not a duration' % show(value))
-    if isinstance(value, int):
-        if value < 0:
-            raise ValueError('%s is a negative duration' % show(value))
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower().replace(' ', '')
-        if text.isdigit():
-            return int(text)
-        match = _DURATION.match(text)
-        if text and match:
-            return sum(int(amount) * unit for amount, unit in zip(match.groups(), _DURATION_UNITS) if amount)
-    raise ValueError('%s is not a duration (use seconds or units w, d, h, m, s in that order, '
-                     'for example 8h, 90m, 2d, 1h30m, 3600s)' % show(value))
+# kube-apiserver refuses a --service-account-max-token-expiration shorter than this.
+MIN_MAX_TOKEN_EXPIRATION = 3600
+
+
+def max_token_expiration(value):
+    """kube-apiserver's --service-account-max-token-expiration for a duration (the event's): 'Ns', at least 1h."""
+    return '%ds' % max(parse_duration(value), MIN_MAX_TOKEN_EXPIRATION)
 
 
 def parse_feature_gates(gates):
@@ -359,15 +229,18 @@ class _Report(object):
 def _check_inventory(config, report):
     groups = config.get('groups') or {}
     control_plane = list(groups.get('control_plane') or [])
-    if not control_plane:
+    if not control_plane and config.get('dralab_kubeconfig') is not None:
+        report.warn("groups['control_plane']",
+                    'the inventory has no control_plane host: only the plays that use the API through '
+                    'dralab_kubeconfig (DeviceClasses, seats, reset, health) act')
+    elif not control_plane:
         report.error("groups['control_plane']",
                      'the inventory has no control_plane host; put the host to initialise with kubeadm '
-                     'in the control_plane group')
+                     'in the control_plane group (or set dralab_kubeconfig to use an existing cluster)')
     elif len(control_plane) > 1:
-        details = (len(control_plane), ', '.join(control_plane), control_plane[0])
-        report.warn("groups['control_plane']",
-                    '%d hosts (%s); only the first, %s, is initialised (no HA control plane), the others '
-                    'are not set up as control plane nodes' % details)
+        report.error("groups['control_plane']",
+                     '%d hosts (%s); the lab builds one control plane node (no HA): keep one host in '
+                     'control_plane and put the others in workers' % (len(control_plane), ', '.join(control_plane)))
 
 
 def _inventory_hosts(config):
@@ -411,7 +284,7 @@ def _check_version(config, report):
     if version.startswith('v'):
         report.error(key, '%s must be given without the leading "v" (for example "1.35.4")' % show(version))
         return False
-    match = _SEMVER.match(version)
+    match = SEMVER.match(version)
     if not match:
         report.error(key, '%s is not a semantic version like "1.35.4"' % show(version))
         return False
@@ -463,8 +336,8 @@ def _check_seats(config, report):
         names = list(explicit)
     else:
         key = 'dralab_seats'
-        count = _check_int_range(config, 'dralab_seats', SEATS_RANGE, report)
-        width = _check_int_range(config, 'dralab_seat_width', SEAT_WIDTH_RANGE, report)
+        count = _check_int_range(config, 'dralab_seats', _bounds('dralab_seats'), report)
+        width = _check_int_range(config, 'dralab_seat_width', _bounds('dralab_seat_width'), report)
         prefix = _given(config, 'dralab_seat_prefix')
         if not isinstance(prefix, str):
             report.error('dralab_seat_prefix', '%s is not a string' % show(prefix))
@@ -499,14 +372,51 @@ def _check_seats(config, report):
     return names
 
 
-def _check_device_classes(config, report):
+def _check_device_classes(config, report, compile_problem=None):
     """The device_classes role's own menu validation, so that both accept the same menu."""
     classes = config.get('dralab_device_classes')
     if classes is None:
         return
-    # Imported here: device_class_menu itself imports this module.
-    from ansible_collections.dralab.workshop.plugins.module_utils.device_class_menu import validate_menu
-    report.errors.extend(validate_menu(classes, variable='dralab_device_classes'))
+    report.errors.extend(validate_menu(classes, variable='dralab_device_classes', compile_problem=compile_problem))
+
+
+def _check_networks(config, report):
+    """Pod and Service networks: CIDRs that overlap neither each other nor a node address."""
+    subnets = {}
+    for key in ('dralab_pod_subnet', 'dralab_service_subnet'):
+        try:
+            subnets[key] = network(_given(config, key))
+        except ValueError as exc:
+            report.error(key, str(exc))
+    if len(subnets) == 2 and subnets['dralab_pod_subnet'].overlaps(subnets['dralab_service_subnet']):
+        report.error('dralab_service_subnet', '%s overlaps dralab_pod_subnet %s'
+                     % (subnets['dralab_service_subnet'], subnets['dralab_pod_subnet']))
+    addresses = config.get('node_addresses') or {}
+    for key, subnet in sorted(subnets.items()):
+        inside = ['%s (%s)' % (host, addresses[host]) for host in sorted(addresses)
+                  if ip_address(addresses[host]) is not None and ip_address(addresses[host]) in subnet]
+        if inside:
+            report.error(key, '%s contains node address%s %s; pick a network the nodes are not on'
+                         % (subnet, 'es' if len(inside) > 1 else '', ', '.join(inside)))
+
+
+def _check_role_versions(config, report):
+    """Chart and image versions of the roles (ROLE_VERSIONS) that the inventory sets."""
+    for key, value in sorted((config.get('role_versions') or {}).items()):
+        if key not in ROLE_VERSIONS or value is None:
+            continue
+        problem = semver_problem(value, leading_v=ROLE_VERSIONS[key][1])
+        if problem:
+            report.error(key, problem)
+
+
+def _check_strings(config, report):
+    for setting in SETTINGS:
+        value = config.get(setting.name)
+        # The seat prefix is checked with the seat names.
+        if setting.kind == 'str' and setting.name != 'dralab_seat_prefix' and value is not None \
+                and not isinstance(value, str):
+            report.error(setting.name, '%s is not a string' % show(value))
 
 
 def _check_login_hosts(config, report):
@@ -537,6 +447,18 @@ def _check_event_duration(config, report):
         report.error(key, '%s is shorter than 10m, the shortest token lifetime Kubernetes issues' % show(value))
 
 
+def _check_leases(config, report):
+    seconds = {}
+    for key in ('dralab_lease_default', 'dralab_lease_max'):
+        try:
+            seconds[key] = parse_duration(_given(config, key))
+        except ValueError as exc:
+            report.error(key, str(exc))
+    if len(seconds) == 2 and seconds['dralab_lease_default'] > seconds['dralab_lease_max']:
+        report.error('dralab_lease_default', '%s is longer than dralab_lease_max %s'
+                     % (show(_given(config, 'dralab_lease_default')), show(_given(config, 'dralab_lease_max'))))
+
+
 def _check_mirrors(config, report):
     key = 'dralab_registry_mirror'
     value = _given(config, key)
@@ -556,24 +478,32 @@ def _check_mirrors(config, report):
             report.error(key, '%s is %s' % (show(value), problem))
 
 
-def validate(config):
+def validate(config, compile_problem=None):
     """Check a lab configuration; return (errors, warnings), lists of strings naming their field.
 
     config holds the dralab_* variables under their own names (a missing key
     or None means the default of docs/conventions.md), plus:
     groups: the inventory's groups (name -> list of host names);
-    hosts: every inventory host name (groups['all']); when missing, the union of groups.
+    hosts: every inventory host name (groups['all']); when missing, the union of groups;
+    node_addresses: host -> ansible_host of the nodes (names that are not IP addresses are skipped);
+    role_versions: the ROLE_VERSIONS variables the inventory sets, name -> value.
+    compile_problem(expression) -> str or None checks a CEL selector of dralab_device_classes.
     """
     report = _Report()
     _check_inventory(config, report)
     supported = _check_version(config, report)
     _check_feature_gates(config, supported, report)
     _check_bool(config, 'dralab_cgroup_v1', report)
-    _check_int_range(config, 'dralab_devices_per_node', DEVICES_PER_NODE_RANGE, report)
+    for key in ('dralab_devices_per_node', 'dralab_gpus_per_seat'):
+        _check_int_range(config, key, _bounds(key), report)
+    _check_networks(config, report)
+    _check_role_versions(config, report)
+    _check_strings(config, report)
     _check_seats(config, report)
-    _check_device_classes(config, report)
+    _check_device_classes(config, report, compile_problem)
     _check_login_hosts(config, report)
     _check_event_duration(config, report)
+    _check_leases(config, report)
     _check_mirrors(config, report)
     return report.errors, report.warnings
 
@@ -587,3 +517,57 @@ def effective_settings(config):
         'seat_names': names if not report.errors else None,
         'feature_gates': gates if not problems else None,
     }
+
+
+def _short(text, limit=60):
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def resolve_hosts(host_settings):
+    """The one value of each lab setting, from the dralab_* variables every lab host sees.
+
+    host_settings maps each host that runs a play of the lab (localhost
+    included) to the dralab_* variables set for it (inventory, group_vars,
+    host_vars, extra vars). A setting must mean the same on every host: set
+    on a group other than "all" (or in host_vars), the Kubernetes half of a
+    play would use one value and the Linux half another.
+
+    Returns (settings, errors, warnings): settings maps each setting set
+    somewhere to its value; errors name each setting whose value differs
+    between hosts; warnings name each unknown dralab_* variable with the
+    closest known name.
+    """
+    errors = []
+    warnings = []
+    settings = {}
+    hosts = sorted(host_settings)
+    unknown = set()
+    for host in hosts:
+        unknown.update(name for name in (host_settings[host] or {}) if name not in NAMES)
+    for name in sorted(unknown):
+        where = [host for host in hosts if name in (host_settings[host] or {})]
+        warnings.append('%s (set for %s)' % (unknown_name_warning(name), ', '.join(where)))
+    for name in NAMES:
+        default = DEFAULTS.get(name)
+        seen = {}
+        for host in hosts:
+            variables = host_settings[host] or {}
+            if name in variables:
+                key = show(variables[name])
+            else:
+                # Unset means the default; a derived default (None) is its own value.
+                key = show(default) if default is not None else None
+            seen.setdefault(key, []).append(host)
+        if len(seen) > 1:
+            parts = []
+            for key, members in seen.items():
+                text = _short(key) if key is not None else 'not set'
+                parts.append('%s on %s' % (text, ', '.join(members)))
+            errors.append('%s: differs between the hosts of the lab: %s; set it once for the whole lab '
+                          '(group_vars/all.yml, or -e)' % (name, '; '.join(parts)))
+            continue
+        for host in hosts:
+            if name in (host_settings[host] or {}):
+                settings[name] = host_settings[host][name]
+                break
+    return settings, errors, warnings

@@ -1,116 +1,156 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Return workshop seats to a clean state: delete their workloads and DRA claims.
+"""Return workshop seats to a clean state: delete everything a seat made in its namespace.
 
-Only namespaces that carry this collection's labels
-(app.kubernetes.io/managed-by=dralab.workshop and dralab.workshop/seat) are
-touched, whatever their names; namespaces themselves are never deleted. Each
-kind is listed once cluster-wide, and a namespace's objects of one kind are
-removed with one delete-collection call, only when it has some, so a clean lab
-reports no change.
+Seat namespaces are found by the Namespace's own labels
+(app.kubernetes.io/managed-by=dralab.workshop and dralab.workshop/seat), which
+a seat cannot change; namespaces themselves are never deleted. Inside them,
+every namespaced kind the API server serves (API discovery) is cleared, except
+the instructor's baseline objects, known by kind and name
+(seat_model.baseline_names), never by labels a seat could remove. With
+credential rotation, the seat's ServiceAccounts (the default one too) and
+Secrets go as well, so every token minted in the namespace dies.
+
+Each kind is listed once cluster-wide, and a namespace's objects of one kind
+are removed with one delete-collection call (a field selector keeps the
+baseline), only when it has some, so a clean lab reports no change.
+Controllers go before pods, pods before the claims they hold.
+
+A finalizer a seat put on its objects cannot block the reset: objects still
+terminating after finalizer_grace seconds lose their finalizers. Whatever is
+still left when the wait times out is reported per seat; the caller decides
+whether that fails (after re-issuing credentials, so nobody is locked out).
 """
 
 from __future__ import annotations
 
 import time
 
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
-    MANAGED_BY_LABEL,
-    MANAGED_BY,
-    SEAT_LABEL,
     SEAT_NAMESPACE_SELECTOR,
-    TOKEN_SECRET_NAME,
-    is_managed,
+    baseline_names,
+    seat_of,
 )
 
-# Deletion order: controllers before the pods they would recreate, pods before
-# the claims they hold. (API path prefix, resource) per kind.
-KINDS = (
-    ('cronjobs', '/apis/batch/v1', 'cronjobs'),
-    ('jobs', '/apis/batch/v1', 'jobs'),
-    ('deployments', '/apis/apps/v1', 'deployments'),
-    ('statefulsets', '/apis/apps/v1', 'statefulsets'),
-    ('daemonsets', '/apis/apps/v1', 'daemonsets'),
-    ('replicasets', '/apis/apps/v1', 'replicasets'),
-    ('replicationcontrollers', '/api/v1', 'replicationcontrollers'),
-    ('pods', '/api/v1', 'pods'),
-    ('resourceclaimtemplates', '/apis/resource.k8s.io/v1', 'resourceclaimtemplates'),
-    ('resourceclaims', '/apis/resource.k8s.io/v1', 'resourceclaims'),
+# Deleted first, in this order: controllers before the pods they would recreate,
+# pods before the claims they hold. Every other kind follows, by name.
+FIRST_KINDS = (
+    'cronjobs', 'jobs', 'deployments', 'statefulsets', 'daemonsets', 'replicasets', 'replicationcontrollers',
+    'pods', 'resourceclaimtemplates', 'resourceclaims',
 )
-KIND_NAMES = tuple(kind[0] for kind in KINDS)
-DEFAULT_KINDS = KIND_NAMES
-_PATHS = dict((name, (prefix, resource)) for name, prefix, resource in KINDS)
+# Written by the cluster about the seat's objects, not by the seat; they expire by themselves.
+SKIPPED = frozenset([('', 'events'), ('events.k8s.io', 'events')])
+# The instructor's credentials in a seat namespace (kept unless rotating): reported apart.
+CREDENTIAL_KINDS = ('serviceaccounts', 'secrets')
+
+
+class Kind:
+    """A namespaced resource the API serves: its name here, list path prefix and plural resource name."""
+
+    def __init__(self, name, prefix, resource, kind=None):
+        self.name, self.prefix, self.resource, self.kind = name, prefix, resource, kind
+
+    @property
+    def api_version(self):
+        return self.prefix[len('/apis/'):] if self.prefix.startswith('/apis/') else self.prefix[len('/api/'):]
+
+    def path(self, namespace=None):
+        if namespace is None:
+            return '%s/%s' % (self.prefix, self.resource)
+        return '%s/namespaces/%s/%s' % (self.prefix, namespace, self.resource)
+
+
+def discovered_kinds(client):
+    """Every namespaced kind that can be listed and delete-collected, in deletion order (FIRST_KINDS first).
+
+    A kind is named by its plural resource name; a name served by two groups is
+    qualified with the group the second time (for example ``ingresses.extensions``).
+    """
+    sources = [('', '/api/v1', client.request('GET', '/api/v1') or {})]
+    groups = (client.request('GET', '/apis') or {}).get('groups') or []
+    for group in groups:
+        preferred = (group.get('preferredVersion') or {}).get('groupVersion')
+        if preferred:
+            sources.append((group.get('name') or '', '/apis/' + preferred,
+                            client.request('GET', '/apis/' + preferred) or {}))
+    kinds = {}
+    for group, prefix, listing in sources:
+        for resource in listing.get('resources') or []:
+            name = resource.get('name') or ''
+            verbs = set(resource.get('verbs') or [])
+            if '/' in name or not resource.get('namespaced') or (group, name) in SKIPPED:
+                continue
+            if not {'list', 'deletecollection'} <= verbs:
+                continue
+            key = name if name not in kinds else '%s.%s' % (name, group)
+            kinds[key] = Kind(key, prefix, name, resource.get('kind'))
+    first = [kinds[name] for name in FIRST_KINDS if name in kinds]
+    rest = [kinds[name] for name in sorted(kinds) if name not in FIRST_KINDS]
+    return first + rest
 
 
 def list_all(client, path, label_selector=None):
-    """Every item of a list endpoint, following continue tokens, with an optional label selector."""
-    items = []
-    query = {'limit': 500}
-    if label_selector:
-        query['labelSelector'] = label_selector
-    while True:
-        page = client.request('GET', path, query=dict(query)) or {}
-        items.extend(page.get('items') or [])
-        token = (page.get('metadata') or {}).get('continue')
-        if not token:
-            return items
-        query['continue'] = token
+    """Every item of a list endpoint, with an optional label selector (k8s_client.list_pages)."""
+    return list_pages(client, path, {'labelSelector': label_selector} if label_selector else None)
 
 
-def ordered_kinds(kinds):
-    """The requested kinds in deletion order; raises ValueError on an unknown kind."""
-    unknown = sorted(set(kinds) - set(KIND_NAMES))
+def select_kinds(available, wanted=None):
+    """The kinds to clear: every available one, or the ones named in wanted (in deletion order).
+
+    Raises ValueError naming kinds the API server does not serve.
+    """
+    if not wanted:
+        return list(available)
+    names = [kind.name for kind in available]
+    unknown = sorted(set(wanted) - set(names))
     if unknown:
-        raise ValueError('unknown kinds %s (known: %s)' % (', '.join(unknown), ', '.join(KIND_NAMES)))
-    return [name for name in KIND_NAMES if name in kinds]
+        raise ValueError('kinds: the API server serves no namespaced kind %s (it serves: %s)'
+                         % (', '.join(unknown), ', '.join(names)))
+    return [kind for kind in available if kind.name in wanted]
 
 
 def seat_namespaces(namespace_objects, only=None):
-    """Names of the seat namespaces (our labels), optionally restricted to the names in only."""
-    names = []
-    for ns in namespace_objects:
-        meta = ns.get('metadata') or {}
-        labels = meta.get('labels') or {}
-        if labels.get(MANAGED_BY_LABEL) != MANAGED_BY or SEAT_LABEL not in labels:
-            continue
-        if only and meta.get('name') not in only:
-            continue
-        names.append(meta.get('name'))
-    return sorted(names)
+    """Names of the seat namespaces (the Namespace's labels), restricted to only when given.
+
+    Raises ValueError naming the seats of only that have no seat namespace.
+    """
+    names = sorted(ns['metadata']['name'] for ns in namespace_objects if seat_of(ns) is not None)
+    if only:
+        unknown = sorted(set(only) - set(names))
+        if unknown:
+            raise ValueError('seats: %s %s no seat namespace (seats: %s)'
+                             % (', '.join(unknown), 'has' if len(unknown) == 1 else 'have',
+                                ', '.join(names) or 'none'))
+        names = [name for name in names if name in only]
+    return names
 
 
-def split_items(items, namespaces):
-    """Group items of seat namespaces: ({ns: [live names]}, {ns: [terminating names]})."""
-    wanted = set(namespaces)
-    live, terminating = {}, {}
-    for item in items:
-        meta = item.get('metadata') or {}
-        ns = meta.get('namespace')
-        if ns not in wanted:
-            continue
-        target = terminating if meta.get('deletionTimestamp') else live
-        target.setdefault(ns, []).append(meta.get('name'))
-    for group in (live, terminating):
-        for names in group.values():
-            names.sort()
-    return live, terminating
+def kept_names(kind, namespace, rotate_credentials):
+    """Names of the baseline objects of this kind that the reset keeps in a seat namespace."""
+    return baseline_names(namespace, with_credentials=not rotate_credentials).get(kind.name, set())
+
+
+def is_credential(kind, namespace, name):
+    """Whether an object is the instructor's credential (ServiceAccount, token Secret) of a seat."""
+    return kind.name in CREDENTIAL_KINDS and name in baseline_names(namespace).get(kind.name, set())
 
 
 def describe(kind, item):
     """One line on an object that is still there, with what keeps it."""
     meta = item.get('metadata') or {}
-    text = '%s %s/%s' % (kind[:-1], meta.get('namespace'), meta.get('name'))
+    text = '%s %s/%s' % (kind.name, meta.get('namespace'), meta.get('name'))
     if meta.get('deletionTimestamp'):
         text += ' (terminating since %s' % meta['deletionTimestamp']
         if meta.get('finalizers'):
             text += ', finalizers %s' % ', '.join(meta['finalizers'])
         text += ')'
-    if kind == 'pods':
+    if kind.name == 'pods':
         spec = item.get('spec') or {}
         status = item.get('status') or {}
         text += ' phase %s on node %s' % (status.get('phase') or 'unknown', spec.get('nodeName') or 'none')
-    if kind == 'resourceclaims':
+    if kind.name == 'resourceclaims':
         status = item.get('status') or {}
         results = ((status.get('allocation') or {}).get('devices') or {}).get('results') or []
         if results:
@@ -122,7 +162,7 @@ def describe(kind, item):
 
 
 class SeatCleaner:
-    """Deletes the workloads and claims of the seat namespaces through a KubeClient-like client."""
+    """Clears the seat namespaces through a KubeClient-like client (request, get)."""
 
     def __init__(self, client, sleep=time.sleep, clock=time.time):
         self.client = client
@@ -132,95 +172,137 @@ class SeatCleaner:
     def namespaces(self, only=None):
         return seat_namespaces(list_all(self.client, '/api/v1/namespaces', SEAT_NAMESPACE_SELECTOR), only)
 
-    def listing(self, kind):
-        prefix, resource = _PATHS[kind]
-        return list_all(self.client, '%s/%s' % (prefix, resource))
+    def leftovers(self, kind, namespaces, rotate_credentials):
+        """Objects of a kind in the namespaces that the reset removes (not the kept baseline)."""
+        wanted = set(namespaces)
+        found = []
+        for item in list_all(self.client, kind.path()):
+            meta = item.get('metadata') or {}
+            ns = meta.get('namespace')
+            if ns in wanted and meta.get('name') not in kept_names(kind, ns, rotate_credentials):
+                found.append(item)
+        return found
 
-    def delete_collection(self, kind, namespace, grace_period_seconds=None):
-        prefix, resource = _PATHS[kind]
+    def delete_collection(self, kind, namespace, keep, grace_period_seconds=None):
         body = {'apiVersion': 'v1', 'kind': 'DeleteOptions', 'propagationPolicy': 'Background'}
         if grace_period_seconds is not None:
             body['gracePeriodSeconds'] = int(grace_period_seconds)
-        self.client.request('DELETE', '%s/namespaces/%s/%s' % (prefix, namespace, resource), body=body)
+        query = {}
+        if keep:
+            query['fieldSelector'] = ','.join('metadata.name!=%s' % name for name in sorted(keep))
+        self.client.request('DELETE', kind.path(namespace), body=body, query=query or None)
 
-    def remaining(self, kinds, namespaces):
-        """Lines about every object of the kinds still present in the namespaces."""
-        lines = []
-        wanted = set(namespaces)
-        for kind in kinds:
-            for item in self.listing(kind):
-                if (item.get('metadata') or {}).get('namespace') in wanted:
-                    lines.append(describe(kind, item))
-        return lines
+    def remove_finalizers(self, kind, item):
+        """Drop every finalizer of a terminating object (re-read once on a conflict). Returns a line or None."""
+        meta = item.get('metadata') or {}
+        path = '%s/%s' % (kind.path(meta.get('namespace')), meta.get('name'))
+        for _attempt in range(3):
+            if not meta.get('finalizers'):
+                return None
+            item = dict(item, metadata=dict(meta, finalizers=[]), apiVersion=kind.api_version)
+            if kind.kind:
+                item['kind'] = kind.kind
+            try:
+                self.client.request('PUT', path, body=item)
+                return '%s %s/%s: %s' % (kind.name, meta.get('namespace'), meta.get('name'),
+                                         ', '.join(meta['finalizers']))
+            except Exception as exc:
+                status = getattr(exc, 'status', None)
+                if status == 404:
+                    return None
+                if status != 409:
+                    raise
+            item = self.client.get(path, missing_ok=True)
+            if item is None:
+                return None
+            meta = item.get('metadata') or {}
+        return None
 
-    def delete_credentials(self, namespaces, check_mode=False):
-        """Delete each seat's token Secret and ServiceAccount (ours only): every token of the seat dies."""
-        deleted = []
-        for ns in namespaces:
-            for kind, path in (('Secret', '/api/v1/namespaces/%s/secrets/%s' % (ns, TOKEN_SECRET_NAME)),
-                               ('ServiceAccount', '/api/v1/namespaces/%s/serviceaccounts/%s' % (ns, ns))):
-                obj = self.client.get(path, missing_ok=True)
-                if obj is None or not is_managed(obj):
-                    continue
-                deleted.append('%s %s/%s' % (kind, ns, (obj.get('metadata') or {}).get('name')))
-                if not check_mode:
-                    try:
-                        self.client.request('DELETE', path)
-                    except Exception as exc:  # gone in between is fine
-                        if getattr(exc, 'status', None) != 404:
-                            raise
-        return deleted
+    def run(self, kinds=None, only=None, check_mode=False, wait=True, wait_timeout=300, grace_period_seconds=None,
+            rotate_credentials=False, finalizer_grace=15, poll_interval=2):
+        """Delete, then optionally wait until nothing of it is left. Returns a result dict.
 
-    def run(self, kinds=DEFAULT_KINDS, only=None, check_mode=False, wait=True, wait_timeout=300,
-            grace_period_seconds=None, rotate_credentials=False, poll_interval=2):
-        """Delete; optionally wait until nothing of the kinds is left. Returns a result dict.
-
-        Raises TimeoutError with the list of what is left when waiting times out.
+        Never raises because objects remain: result['remaining'] lists them and
+        result['failed_seats'] names their seats.
         """
-        kinds = ordered_kinds(kinds)
         namespaces = self.namespaces(only)
-        deleted = {}
-        terminating = {}
-        for kind in kinds:
+        selected = select_kinds(discovered_kinds(self.client), kinds)
+        deleted, terminating, credentials = {}, {}, []
+        touched, uids = [], set()
+        for kind in selected:
             if not namespaces:
                 break
-            live, dying = split_items(self.listing(kind), namespaces)
+            live = {}
+            for item in self.leftovers(kind, namespaces, rotate_credentials):
+                meta = item['metadata']
+                uids.add(meta.get('uid'))
+                line = '%s/%s' % (meta['namespace'], meta['name'])
+                if meta.get('deletionTimestamp'):
+                    terminating.setdefault(kind.name, []).append(line)
+                    continue
+                live.setdefault(meta['namespace'], []).append(meta['name'])
+                if is_credential(kind, meta['namespace'], meta['name']):
+                    credentials.append('%s %s' % (kind.name, line))
+                else:
+                    deleted.setdefault(kind.name, []).append(line)
             for ns in sorted(live):
-                deleted.setdefault(kind, []).extend('%s/%s' % (ns, name) for name in live[ns])
                 if not check_mode:
-                    self.delete_collection(kind, ns, grace_period_seconds)
-            for ns in sorted(dying):
-                terminating.setdefault(kind, []).extend('%s/%s' % (ns, name) for name in dying[ns])
-        credentials = self.delete_credentials(namespaces, check_mode) if rotate_credentials else []
+                    self.delete_collection(kind, ns, kept_names(kind, ns, rotate_credentials), grace_period_seconds)
+            if live or kind.name in terminating:
+                touched.append(kind)
+        for group in (deleted, terminating):
+            for names in group.values():
+                names.sort()
         result = {
             'namespaces': namespaces,
             'deleted': deleted,
             'deleted_count': sum(len(names) for names in deleted.values()),
             'terminating': terminating,
-            'credentials_deleted': credentials,
+            'credentials_deleted': sorted(credentials),
+            'finalizers_removed': [],
             'changed': bool(deleted) or bool(credentials),
             'remaining': [],
+            'failed_seats': [],
+            'remaining_message': '',
         }
-        if wait and not check_mode and namespaces and (deleted or terminating):
-            deadline = self.clock() + wait_timeout
-            while True:
-                remaining = self.remaining(kinds, namespaces)
-                if not remaining:
-                    break
-                if self.clock() >= deadline:
-                    result['remaining'] = remaining
-                    raise SeatCleanupTimeout(result)
-                self.sleep(poll_interval)
+        if wait and not check_mode and touched:
+            self._wait(result, touched, namespaces, uids, rotate_credentials, wait_timeout, finalizer_grace,
+                       poll_interval)
         return result
 
+    def _wait(self, result, kinds, namespaces, uids, rotate_credentials, wait_timeout, finalizer_grace, poll_interval):
+        """Wait until the objects deleted (by uid: not ones the cluster recreates, like ServiceAccount default) are gone."""
+        started = self.clock()
+        stripped = False
+        while True:
+            left = [(kind, item) for kind in kinds for item in self.leftovers(kind, namespaces, rotate_credentials)
+                    if (item.get('metadata') or {}).get('uid') in uids]
+            if not left:
+                return
+            now = self.clock()
+            if not stripped and now - started >= finalizer_grace:
+                # A seat's finalizer must not hold the handover: whatever is still terminating loses them.
+                stripped = True
+                for kind, item in left:
+                    if (item.get('metadata') or {}).get('deletionTimestamp'):
+                        line = self.remove_finalizers(kind, item)
+                        if line:
+                            result['finalizers_removed'].append(line)
+                            result['changed'] = True
+                continue
+            if now - started >= wait_timeout:
+                result['remaining'] = [describe(kind, item) for kind, item in left]
+                result['failed_seats'] = sorted(set(item['metadata']['namespace'] for _kind, item in left))
+                result['remaining_message'] = remaining_message(result)
+                return
+            self.sleep(poll_interval)
 
-class SeatCleanupTimeout(Exception):
-    def __init__(self, result):
-        self.result = result
-        lines = result['remaining']
-        shown = lines[:20]
-        more = '' if len(lines) <= 20 else ' ... and %d more' % (len(lines) - 20)
-        super().__init__(
-            '%d object(s) are still present in the seat namespaces after waiting: %s%s. Pods stuck terminating '
+
+def remaining_message(result):
+    """The error for objects a reset could not remove, naming the seats."""
+    lines = result['remaining']
+    shown = lines[:20]
+    more = '' if len(lines) <= 20 else ' ... and %d more' % (len(lines) - 20)
+    return ('%d object(s) are still present in the seat namespace(s) %s after waiting: %s%s. Pods stuck terminating '
             'usually sit on a node that is down (kubectl delete pod --force --grace-period=0), and a claim stays '
-            'until no pod uses it.' % (len(lines), '; '.join(shown), more))
+            'until no pod uses it.' % (len(lines), ', '.join(result['failed_seats']), '; '.join(shown), more))

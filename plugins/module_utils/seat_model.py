@@ -5,8 +5,12 @@
 
 A seat NAME owns the namespace NAME, in which it has the ServiceAccount NAME,
 a RoleBinding of that account to the ClusterRole ``edit``, a ResourceQuota that
-caps DRA devices per DeviceClass and ResourceClaims, and a Secret that the
-seat's tokens are bound to (deleting the Secret revokes them). One ClusterRole
+caps DRA devices per DeviceClass, ResourceClaims (one device each, so this is
+the seat's GPU limit), pods, CPU and memory, a LimitRange that gives containers
+default requests and limits, and a Secret that the seat's tokens are bound to
+(deleting the Secret revokes them). The instructor's objects in a seat
+namespace are known by kind and name (BASELINE_NAMES), not by labels a seat
+could change. One ClusterRole
 lets every seat read DeviceClasses, ResourceSlices and Nodes; one
 ClusterRoleBinding lists all seat ServiceAccounts.
 
@@ -16,14 +20,14 @@ use it, and so do the unit tests.
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import (
+from ansible_collections.dralab.workshop.plugins.module_utils.values import (
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    SEAT_LABEL,
     is_dns1123_subdomain,
     seat_name_problem,
 )
 
-MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
-MANAGED_BY = 'dralab.workshop'
-SEAT_LABEL = 'dralab.workshop/seat'
 DESCRIPTION_ANNOTATION = 'dralab.workshop/description'
 # A namespace with this label may request admin access to devices (DRAAdminAccess):
 # a seat namespace never gets it.
@@ -37,6 +41,11 @@ SEAT_NAMESPACE_SELECTOR = '%s=%s,%s' % (MANAGED_BY_LABEL, MANAGED_BY, SEAT_LABEL
 TOKEN_SECRET_NAME = 'dralab-seat-token'
 ROLE_BINDING_NAME = 'dralab-seat-edit'
 QUOTA_NAME = 'dralab-seat-quota'
+LIMIT_RANGE_NAME = 'dralab-seat-limits'
+# Put into every seat namespace by the participant_tool role and the lease reaper
+# (tools/can_has_gpu): kept by a reset like the baseline.
+REAPER_ROLE_BINDING_NAME = 'dralab-lease-reaper'
+BOARD_CONFIGMAP_NAME = 'dralab-gpu-board'
 DEFAULT_EDIT_CLUSTER_ROLE = 'edit'
 DEFAULT_READER_NAME = 'dralab-seat-dra-reader'
 
@@ -48,6 +57,27 @@ READER_RULES = (
      'verbs': ['get', 'list', 'watch']},
     {'apiGroups': [''], 'resources': ['nodes'], 'verbs': ['get', 'list', 'watch']},
 )
+
+
+# The quota keys of pods, CPU and memory: (key, which of pods/cpu/memory sets it).
+COMPUTE_QUOTA_KEYS = (('pods', 'pods'), ('requests.cpu', 'cpu'), ('limits.cpu', 'cpu'),
+                      ('requests.memory', 'memory'), ('limits.memory', 'memory'))
+
+
+def baseline_names(seat, with_credentials=True):
+    """{resource: {names}} of the instructor's objects in a seat namespace (what a reset keeps).
+
+    Without credentials (a rotation), the seat's ServiceAccount and token Secret are not kept either.
+    """
+    names = {'rolebindings': {ROLE_BINDING_NAME, REAPER_ROLE_BINDING_NAME}, 'resourcequotas': {QUOTA_NAME},
+             'limitranges': {LIMIT_RANGE_NAME},
+             # kube-root-ca.crt: published by kube-controller-manager in every namespace (it restores the content
+             # itself); the board: rewritten by the lease reaper whenever it differs from the lab's claims.
+             'configmaps': {'kube-root-ca.crt', BOARD_CONFIGMAP_NAME}}
+    if with_credentials:
+        names['serviceaccounts'] = {seat, 'default'}
+        names['secrets'] = {TOKEN_SECRET_NAME}
+    return names
 
 
 def managed_labels(seat=None):
@@ -87,11 +117,32 @@ def _count(value, what):
     return number
 
 
-def quota_hard(device_classes, devices_per_seat=1, devices_per_class=None, claims_per_seat=2, extra=None):
-    """spec.hard of a seat's ResourceQuota: one devices key per DeviceClass plus the claim count.
+def _quantity(value, what):
+    if value is None or isinstance(value, (bool, dict, list)) or str(value).strip() == '':
+        raise ValueError('%s must be a quantity such as 10, 500m or 2Gi, got %r' % (what, value))
+    return str(value).strip()
 
-    devices_per_class overrides devices_per_seat for the classes it names; extra adds
-    other quota keys (pods, requests.cpu...) and may not redefine the DRA keys.
+
+def compute_hard(pods=None, cpu=None, memory=None):
+    """Quota keys for pods, CPU (requests and limits) and memory (requests and limits); empty ones are left out."""
+    given = {'pods': pods, 'cpu': cpu, 'memory': memory}
+    hard = {}
+    for key, source in COMPUTE_QUOTA_KEYS:
+        value = given[source]
+        if value is None or (isinstance(value, str) and value.strip() == ''):
+            continue
+        hard[key] = _quantity(value, source + '_per_seat')
+    return hard
+
+
+def quota_hard(device_classes, devices_per_seat=1, devices_per_class=None, gpus_per_seat=1, extra=None,
+               compute=None):
+    """spec.hard of a seat's ResourceQuota: one devices key per DeviceClass, the claim count, compute keys.
+
+    Every seat claim holds one device at most (admission policy), so the claim count
+    gpus_per_seat is the seat's device limit whatever the classes. devices_per_class
+    overrides devices_per_seat for the classes it names; compute (see compute_hard) and
+    extra add other quota keys and may not redefine the DRA keys, nor extra the compute keys.
     """
     devices_per_class = devices_per_class or {}
     extra = extra or {}
@@ -108,13 +159,13 @@ def quota_hard(device_classes, devices_per_seat=1, devices_per_class=None, claim
             raise ValueError('DeviceClass name %r is too long for a ResourceQuota key' % (name,))
         value = devices_per_class.get(name, default)
         hard[device_quota_key(name)] = str(_count(value, 'devices_per_class[%s]' % name))
-    hard[CLAIM_COUNT_KEY] = str(_count(claims_per_seat, 'claims_per_seat'))
+    hard[CLAIM_COUNT_KEY] = str(_count(gpus_per_seat, 'gpus_per_seat'))
+    hard.update(compute or {})
     for key, value in extra.items():
         if key in hard:
-            raise ValueError('quota_extra may not redefine %s (set it with the devices/claims options)' % key)
-        if value is None or isinstance(value, (bool, dict, list)) or str(value).strip() == '':
-            raise ValueError('quota_extra[%s] must be a quantity such as 10 or 2Gi, got %r' % (key, value))
-        hard[str(key)] = str(value).strip()
+            raise ValueError('quota_extra may not redefine %s (set it with the gpus/devices/pods/cpu/memory options)'
+                             % key)
+        hard[str(key)] = _quantity(value, 'quota_extra[%s]' % key)
     return hard
 
 
@@ -163,6 +214,23 @@ def resource_quota_object(seat, hard):
     }
 
 
+def limit_range_object(seat, default_limits=None, default_requests=None):
+    """Defaults for containers that name no requests/limits (a CPU or memory quota needs them)."""
+    limit = {'type': 'Container'}
+    for field, values in (('default', default_limits), ('defaultRequest', default_requests)):
+        values = dict((str(k), _quantity(v, 'container %s %s' % (field, k))) for k, v in (values or {}).items())
+        unknown = sorted(set(values) - {'cpu', 'memory'})
+        if unknown:
+            raise ValueError('container %s may only set cpu and memory, not %s' % (field, ', '.join(unknown)))
+        if values:
+            limit[field] = values
+    return {
+        'apiVersion': 'v1', 'kind': 'LimitRange',
+        'metadata': {'name': LIMIT_RANGE_NAME, 'namespace': seat, 'labels': managed_labels(seat)},
+        'spec': {'limits': [limit]},
+    }
+
+
 def reader_cluster_role(name=DEFAULT_READER_NAME, extra_rules=None):
     return {
         'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRole',
@@ -199,9 +267,11 @@ def seat_problems(seats):
     return problems
 
 
-def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_class=None, claims_per_seat=2,
+def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_class=None, gpus_per_seat=1,
                        quota_extra=None, pod_security='baseline', edit_cluster_role=DEFAULT_EDIT_CLUSTER_ROLE,
-                       reader_name=DEFAULT_READER_NAME, reader_extra_rules=None, secret_name=TOKEN_SECRET_NAME):
+                       reader_name=DEFAULT_READER_NAME, reader_extra_rules=None, secret_name=TOKEN_SECRET_NAME,
+                       pods_per_seat=None, cpu_per_seat=None, memory_per_seat=None,
+                       container_default_limits=None, container_default_requests=None):
     """Every object of every seat, in an order the API server accepts (namespaces first).
 
     Raises ValueError with a message naming the bad value.
@@ -215,7 +285,9 @@ def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_cl
     for name in device_classes or []:
         if name not in classes:
             classes.append(name)
-    hard = quota_hard(classes, devices_per_seat, devices_per_class, claims_per_seat, quota_extra)
+    hard = quota_hard(classes, devices_per_seat, devices_per_class, gpus_per_seat, quota_extra,
+                      compute_hard(pods_per_seat, cpu_per_seat, memory_per_seat))
+    limit_range_object('check', container_default_limits, container_default_requests)  # bad values fail first
     objects = [namespace_object(seat, pod_security) for seat in seats]
     objects.append(reader_cluster_role(reader_name, reader_extra_rules))
     objects.append(reader_cluster_role_binding(seats, reader_name))
@@ -224,6 +296,7 @@ def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_cl
         objects.append(token_secret_object(seat, secret_name))
         objects.append(role_binding_object(seat, edit_cluster_role))
         objects.append(resource_quota_object(seat, hard))
+        objects.append(limit_range_object(seat, container_default_limits, container_default_requests))
     return objects
 
 

@@ -22,13 +22,14 @@ import re
 import tempfile
 import time
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover - PyYAML comes with Ansible and the kubernetes client
-    HAS_YAML = False
-
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+# Kubeconfig files are read in one place, k8s_client; the names stay importable from here.
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (  # noqa: F401 pylint: disable=unused-import
+    K8sError,
+    kubeconfig_cluster,
+    load_kubeconfig_text,
+    named_entry,
+    read_ca_file,
+)
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import TOKEN_SECRET_NAME
 
 # TokenRequest refuses shorter lifetimes.
@@ -137,63 +138,16 @@ def render_kubeconfig(seat, namespace, server, token, ca_data=None, insecure=Fal
     return '\n'.join(lines) + '\n'
 
 
-def load_kubeconfig_text(text):
-    """Parse kubeconfig text (YAML or JSON) into a dict; {} when unreadable."""
-    if not text:
-        return {}
-    try:
-        data = yaml.safe_load(text) if HAS_YAML else json.loads(text)
-    except Exception:  # any parse error means "no usable kubeconfig"
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _named(entries, name, key):
-    for entry in entries or []:
-        if isinstance(entry, dict) and entry.get('name') == name and isinstance(entry.get(key), dict):
-            return entry[key]
-    return None
-
-
 def kubeconfig_token(text):
     """The bearer token of the current context's user in a kubeconfig, or None."""
     config = load_kubeconfig_text(text)
-    context = _named(config.get('contexts'), config.get('current-context'), 'context') or {}
-    user = _named(config.get('users'), context.get('user'), 'user')
+    context = named_entry(config.get('contexts'), config.get('current-context'), 'context') or {}
+    user = named_entry(config.get('users'), context.get('user'), 'user')
     if user is None:
         users = [u.get('user') for u in config.get('users') or [] if isinstance(u, dict) and isinstance(u.get('user'), dict)]
         user = users[0] if len(users) == 1 else {}
     token = user.get('token')
     return token if isinstance(token, str) and token else None
-
-
-def kubeconfig_cluster(path, context_name=None):
-    """(server, ca_data, insecure) of a kubeconfig's context. Raises K8sError."""
-    try:
-        with open(path, 'r') as handle:
-            config = load_kubeconfig_text(handle.read())
-    except (IOError, OSError) as exc:
-        raise K8sError('Cannot read the admin kubeconfig %s: %s' % (path, exc))
-    name = context_name or config.get('current-context')
-    context = _named(config.get('contexts'), name, 'context')
-    if context is None:
-        raise K8sError('The kubeconfig %s has no context %s' % (path, name))
-    cluster = _named(config.get('clusters'), context.get('cluster'), 'cluster')
-    if cluster is None or not cluster.get('server'):
-        raise K8sError('The kubeconfig %s has no server for cluster %s' % (path, context.get('cluster')))
-    ca_data = cluster.get('certificate-authority-data')
-    if not ca_data and cluster.get('certificate-authority'):
-        ca_path = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(cluster['certificate-authority']))
-        ca_data = read_ca_file(ca_path)
-    return cluster['server'], ca_data or None, bool(cluster.get('insecure-skip-tls-verify'))
-
-
-def read_ca_file(path):
-    try:
-        with open(path, 'rb') as handle:
-            return base64.b64encode(handle.read()).decode('ascii')
-    except (IOError, OSError) as exc:
-        raise K8sError('Cannot read the CA certificate %s: %s' % (path, exc))
 
 
 def token_request_body(expiration_seconds, secret_name, secret_uid):

@@ -24,8 +24,14 @@ description:
     C(device_double_allocated) and C(claim_device_unknown).
   - The lab is unhealthy when at least one problem has severity C(error); warnings (pending claims,
     NotReady nodes, stale slices of an older generation) do not make it unhealthy.
+  - A pending claim is also explained from the published devices (module_utils dra_explain), that is which
+    devices match its DeviceClass and selectors (CEL), which of them are free and who holds the others, its
+    matchAttribute constraints and the nodes' readiness. The problem keeps the scheduler's text and adds
+    the explainer's reason code and sentence.
   - The module only reads from the API.
 author: dralab.workshop maintainers (@dralab)
+requirements:
+  - cel-python >= 0.5.0, < 0.6 (evaluates the CEL selectors of DeviceClasses and claims)
 options:
   driver:
     description:
@@ -278,6 +284,17 @@ claims:
     pending_reason:
       description: For a pending claim, the scheduler's reason, or V(no pod uses this claim yet); null otherwise.
       type: str
+    explain_reason:
+      description:
+        - For a pending claim, the explainer's reason code (the published devices replayed against the claim),
+          for example V(no_matching_device), V(all_matching_in_use), V(constraint_unsatisfiable),
+          V(nodes_not_ready), V(no_such_class) or V(allocatable); null otherwise.
+      type: str
+    explain_sentence:
+      description:
+        - For a pending claim, the explainer's answer in one sentence, for example
+          C(no GPU has memory >= 100Gi (the largest has 80Gi).); null otherwise.
+      type: str
   sample:
     - namespace: user07
       name: gpu-claim
@@ -290,6 +307,8 @@ claims:
       created: "2026-10-28T09:12:00Z"
       age_seconds: 2880
       pending_reason: null
+      explain_reason: null
+      explain_sentence: null
 problems:
   description:
     - Problems found, errors first.
@@ -309,8 +328,24 @@ problems:
       description: The object concerned, for example C(ResourceClaim user07/gpu-claim) or C(Node worker1).
       type: str
     reason:
-      description: What is wrong, why, and what to do.
+      description:
+        - What is wrong, why, and what to do.
+        - For C(claim_pending), the scheduler's text followed by the explainer's reason code and sentence.
       type: str
+    explain_reason:
+      description: For C(claim_pending) only, the explainer's reason code (see C(claims[].explain_reason)).
+      type: str
+      returned: for claim_pending problems
+    explain_sentence:
+      description: For C(claim_pending) only, the explainer's sentence.
+      type: str
+      returned: for claim_pending problems
+    allocatable_now:
+      description:
+        - For C(claim_pending) only, whether the published devices would let the scheduler allocate the claim now
+          (true usually means the scheduler has not retried yet).
+      type: bool
+      returned: for claim_pending problems
   sample:
     - type: claim_reserved_for_missing_pod
       severity: error
@@ -327,7 +362,9 @@ device_classes:
 """
 
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect, dra_model
+from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_collect, dra_explain, dra_model
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
 
 MAX_REASONS_IN_MESSAGE = 10
@@ -364,6 +401,8 @@ def unhealthy_message(report, reasons=True):
 def run(module, client, now=None):
     """Collect, analyse, then exit (or fail) the module. now: injectable time for tests."""
     params = module.params
+    if not dra_cel.HAS_CEL:
+        module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
     try:
         stale_after = dra_model.parse_duration(params['stale_claim_age'])
     except ValueError as exc:
@@ -376,11 +415,15 @@ def run(module, client, now=None):
         module.fail_json(msg=str(exc))
     for warning in data.pop('warnings'):
         module.warn(warning)
+    explanations = dra_explain.explain_pending(
+        device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
+        nodes=data['nodes'], namespaces=data['namespaces'], now=now)
     report = dra_model.analyze(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],
         expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
-        node_selector=params['node_selector'], stale_claim_age=stale_after, now=now)
+        node_selector=params['node_selector'], stale_claim_age=stale_after, now=now,
+        explanations=dict((item['claim'], item) for item in explanations))
     if not report['healthy']:
         if params['fail_on_unhealthy']:
             module.fail_json(msg=unhealthy_message(report), changed=False, **report)

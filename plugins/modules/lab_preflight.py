@@ -18,10 +18,19 @@ description:
     value, the number of devices per node is within 1..128, the seat names are unique valid Linux user names and
     DNS-1123 labels, the DeviceClass menu is well formed (names, CEL selectors, opaque config), the login hosts are
     inventory hosts, the event duration parses, and the mirrors are well formed.
-  - Reports what is allowed but probably unintended (more than one control_plane host, no login hosts, a locked gate
-    set to its default) as warnings.
-  - Every option except O(groups) and O(hosts) takes the value of the lab-wide variable of the same name with the
-    C(dralab_) prefix; an option that is not set (or null) means the default documented in docs/conventions.md.
+  - Compiles every CEL selector of the DeviceClass menu in the DRA CEL environment (plugins/module_utils/dra_cel.py,
+    the same code the pending-claim explainer uses), so a selector with a syntax error, an unknown variable or an
+    unknown function stops the run before the cluster is built.
+  - Fails on more than one control_plane host (the lab builds no HA control plane), pod and Service networks that
+    are not CIDRs or overlap each other or a node address, and chart or image versions of the dra_driver role that
+    are not semantic versions.
+  - With O(host_settings), resolves every lab-wide setting once from what each host of the lab sees, fails when a
+    setting differs between hosts (set on a group other than C(all)), and warns about C(dralab_*) variables that
+    are not lab settings, naming the closest known one.
+  - Reports what is allowed but probably unintended (no login hosts, a locked gate set to its default) as warnings.
+  - Every option from O(kubernetes_version) to O(login_hosts) takes the value of the lab-wide variable of the same
+    name with the C(dralab_) prefix and overrides O(host_settings); a setting set nowhere means its default
+    (plugins/module_utils/lab_settings.py, the one definition of every setting).
     Values are taken as given (type V(raw)) so that every bad value is reported, not only the first.
 attributes:
   check_mode:
@@ -41,6 +50,19 @@ options:
       - Defaults to the union of the hosts in O(groups).
     type: list
     elements: str
+  host_settings:
+    description:
+      - The C(dralab_*) variables each host of the lab sees, host name to a mapping of variable name to value
+        (localhost included).
+    type: dict
+  node_addresses:
+    description: The address (C(ansible_host)) of each node, host name to address; names that are not IP addresses
+      are skipped.
+    type: dict
+  role_versions:
+    description: The chart and image versions of the dra_driver role the inventory sets (C(dra_driver_chart_version),
+      C(dra_driver_helm_version), C(dra_driver_image_tag)), variable name to value.
+    type: dict
   kubernetes_version:
     description: C(dralab_kubernetes_version), for example V(1.35.4), without a leading V(v).
     type: raw
@@ -87,6 +109,8 @@ options:
   login_hosts:
     description: C(dralab_login_hosts), a list of inventory hosts; not set means C(groups['login']).
     type: raw
+requirements:
+  - cel-python (Python library C(celpy)) on the controller
 notes:
   - The module runs on the controller and contacts no host.
 """
@@ -118,7 +142,7 @@ lab_warnings:
   type: list
   elements: str
   sample:
-    - "groups['control_plane']: 2 hosts (cp1, cp2); only the first, cp1, is initialised (no HA control plane)"
+    - "dralab_seat is not a lab setting and is ignored (did you mean dralab_seats?) (set for localhost)"
 seat_names:
   description: The seat names the lab will create.
   returned: success
@@ -130,11 +154,24 @@ feature_gates:
   returned: success
   type: dict
   sample: {DRADeviceTaints: true}
+settings:
+  description: The lab settings set somewhere in the inventory or on the command line, resolved once; the same on
+    every host of the lab.
+  returned: success
+  type: dict
+  sample: {dralab_seats: 3}
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import effective_settings, validate
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel
+
+from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import (
+    effective_settings,
+    parse_feature_gates,
+    resolve_hosts,
+    validate,
+)
 
 # Options that carry a lab-wide dralab_<option> variable.
 LAB_OPTIONS = (
@@ -148,24 +185,44 @@ def argspec():
     spec = dict(
         groups=dict(type='dict', required=True),
         hosts=dict(type='list', elements='str'),
+        host_settings=dict(type='dict'),
+        node_addresses=dict(type='dict'),
+        role_versions=dict(type='dict'),
     )
     for name in LAB_OPTIONS:
         spec[name] = dict(type='raw')
     return spec
 
 
-def lab_config(params):
-    """The validate() input for the module parameters."""
-    config = dict(('dralab_' + name, params.get(name)) for name in LAB_OPTIONS)
+def lab_config(params, resolved=None):
+    """The validate() input for the module parameters (explicit options over the resolved settings)."""
+    config = dict(resolved or {})
+    for name in LAB_OPTIONS:
+        if params.get(name) is not None:
+            config['dralab_' + name] = params[name]
     config['groups'] = params['groups']
     config['hosts'] = params.get('hosts')
+    config['node_addresses'] = params.get('node_addresses')
+    config['role_versions'] = params.get('role_versions')
     return config
+
+
+def cel_checker(config):
+    """compile_problem for the menu's selectors, in the CEL environment of the lab's feature gates."""
+    gates, dummy = parse_feature_gates(config.get('dralab_feature_gates'))
+    consumable = bool(gates.get('DRAConsumableCapacity'))
+    return lambda expression: dra_cel.compile_problem(expression, consumable_capacity=consumable)
 
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    config = lab_config(module.params)
-    errors, warnings = validate(config)
+    if not dra_cel.HAS_CEL:
+        module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
+    resolved, errors, warnings = resolve_hosts(module.params.get('host_settings') or {})
+    config = lab_config(module.params, resolved)
+    more_errors, more_warnings = validate(config, compile_problem=cel_checker(config))
+    errors += more_errors
+    warnings += more_warnings
     for warning in warnings:
         module.warn(warning)
     if errors:
@@ -174,7 +231,7 @@ def main():
             errors=errors,
             lab_warnings=warnings,
         )
-    module.exit_json(changed=False, errors=[], lab_warnings=warnings, **effective_settings(config))
+    module.exit_json(changed=False, errors=[], lab_warnings=warnings, settings=resolved, **effective_settings(config))
 
 
 if __name__ == '__main__':

@@ -8,38 +8,46 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: seat_cleanup
-short_description: Delete the workloads and ResourceClaims of workshop seats
+short_description: Delete everything workshop seats made in their namespaces
 version_added: 0.1.0
 description:
-  - Finds the seat namespaces by their labels (C(app.kubernetes.io/managed-by=dralab.workshop) and
-    C(dralab.workshop/seat)); a namespace without them is never touched, whatever its name. Namespaces themselves
-    are never deleted.
-  - In each seat namespace, deletes every object of the kinds in O(kinds), controllers first, then Pods, then
-    ResourceClaimTemplates and ResourceClaims, with one delete-collection call per namespace and kind, and only
+  - Finds the seat namespaces by the Namespace's own labels (C(app.kubernetes.io/managed-by=dralab.workshop) and
+    C(dralab.workshop/seat)), which a seat cannot change; a namespace without them is never touched, whatever its
+    name. Namespaces themselves are never deleted.
+  - In each seat namespace, deletes every object of every namespaced kind the API server serves (found through API
+    discovery; Events excepted), or of the kinds in O(kinds), controllers first, then Pods, then
+    ResourceClaimTemplates and ResourceClaims, then the rest. One delete-collection call per namespace and kind, only
     where there is something to delete. Objects already terminating are waited for, not deleted again.
-  - With O(wait), waits until none of those objects is left (claims free their devices when no pod uses them),
-    and fails after O(wait_timeout) seconds naming what is left and why.
-  - With O(rotate_credentials), also deletes each seat's token Secret (C(dralab-seat-token)) and ServiceAccount,
-    so that every token of the seat, including ones the seat minted itself, stops working. Re-apply the seat
-    objects and issue new tokens afterwards (the lab_reset role does).
+  - The instructor's baseline objects are kept, known by kind and name, never by labels a seat could change,
+    RoleBinding C(dralab-seat-edit), ResourceQuota C(dralab-seat-quota), LimitRange C(dralab-seat-limits), ConfigMap
+    C(kube-root-ca.crt), and (unless O(rotate_credentials)) the ServiceAccounts C(NAME) and C(default) and the
+    Secret C(dralab-seat-token).
+  - With O(rotate_credentials), every ServiceAccount and Secret of the namespace goes too, so every token of the
+    seat, including ones it minted itself for any account, stops working. Re-apply the seat objects and issue new
+    tokens afterwards (the lab_reset role does).
+  - With O(wait), waits until the deleted objects are gone (claims free their devices when no pod uses them).
+    Objects still terminating after O(finalizer_grace) seconds lose their finalizers, so a finalizer a seat set
+    cannot hold the reset. What is still left after O(wait_timeout) seconds is returned in RV(remaining), its seats
+    in RV(failed_seats); the module then fails unless O(fail_on_remaining=false).
 author: dralab.workshop maintainers (@dralab)
 options:
   kinds:
     description:
-      - Kinds to delete, by their plural resource names. They are always deleted in the order of the default list.
+      - Only delete these kinds, by their plural resource names (for example V(pods), V(resourceclaims)). They are
+        always deleted in the order described above.
+      - Empty for every namespaced kind the API server serves.
     type: list
     elements: str
-    choices: [cronjobs, jobs, deployments, statefulsets, daemonsets, replicasets, replicationcontrollers, pods,
-              resourceclaimtemplates, resourceclaims]
-    default: [cronjobs, jobs, deployments, statefulsets, daemonsets, replicasets, replicationcontrollers, pods,
-              resourceclaimtemplates, resourceclaims]
+    default: []
   namespaces:
     description:
-      - Restrict the cleanup to these seat namespaces. Names that are not seat namespaces are ignored.
+      - Restrict the cleanup to these seats. The module fails, before deleting anything, when one of them has no
+        seat namespace.
       - Empty for every seat namespace.
     type: list
     elements: str
     default: []
+    aliases: [seats]
   wait:
     description:
       - Wait until the deleted objects are gone.
@@ -50,6 +58,17 @@ options:
       - Seconds to wait with O(wait).
     type: int
     default: 300
+  finalizer_grace:
+    description:
+      - Seconds after which objects still terminating lose their finalizers (with O(wait)).
+    type: int
+    default: 15
+  fail_on_remaining:
+    description:
+      - Fail when objects are left after O(wait_timeout). With V(false), the module returns them and the caller
+        decides (lab_reset re-issues the credentials of every seat first).
+    type: bool
+    default: true
   grace_period_seconds:
     description:
       - Grace period for the deletions, in seconds. Null keeps each pod's own grace period.
@@ -57,7 +76,7 @@ options:
     type: int
   rotate_credentials:
     description:
-      - Also delete each seat's token Secret and ServiceAccount (only those carrying the managed-by label).
+      - Also delete every ServiceAccount and Secret of the seat namespaces (labels or not).
     type: bool
     default: false
 extends_documentation_fragment:
@@ -73,8 +92,8 @@ attributes:
     details:
       - The diff lists the objects deleted.
 notes:
-  - The user needs C(list) on the kinds cluster-wide, C(deletecollection) on them in the seat namespaces, and with
-    O(rotate_credentials) C(get) and C(delete) on secrets and serviceaccounts.
+  - The user needs C(list) on the kinds cluster-wide, C(deletecollection) on them in the seat namespaces, and
+    C(update) on objects whose finalizers are removed.
 seealso:
   - module: dralab.workshop.seat_objects
   - module: dralab.workshop.dra_health
@@ -85,6 +104,11 @@ EXAMPLES = r"""
   dralab.workshop.seat_cleanup:
     kubeconfig: ~/.dralab/admin.conf
   register: cleanup
+
+- name: Reset two seats only, with new credentials
+  dralab.workshop.seat_cleanup:
+    seats: [user07, user12]
+    rotate_credentials: true
 
 - name: Only delete claims, and do not wait
   dralab.workshop.seat_cleanup:
@@ -113,16 +137,32 @@ terminating:
   returned: always
   type: dict
 credentials_deleted:
-  description: The Secrets and ServiceAccounts deleted by O(rotate_credentials).
+  description: The instructor's Secrets and ServiceAccounts deleted by O(rotate_credentials) (other ones are in
+    RV(deleted)).
   returned: always
   type: list
   elements: str
-  sample: [Secret user01/dralab-seat-token, ServiceAccount user01/user01]
+  sample: [secrets user01/dralab-seat-token, serviceaccounts user01/default, serviceaccounts user01/user01]
+finalizers_removed:
+  description: Objects whose finalizers were removed after O(finalizer_grace), with the finalizers.
+  returned: always
+  type: list
+  elements: str
+  sample: ["pods user07/web: example.com/keep-me"]
 remaining:
   description: Objects still present when waiting timed out (empty on success).
   returned: always
   type: list
   elements: str
+failed_seats:
+  description: Seats whose namespace still holds objects after waiting (empty on success).
+  returned: always
+  type: list
+  elements: str
+remaining_message:
+  description: What is left and in which seats, as one message (empty on success).
+  returned: always
+  type: str
 """
 
 
@@ -133,11 +173,12 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import 
 def argspec():
     spec = auth_argspec()
     spec.update(
-        kinds=dict(type='list', elements='str', default=list(seat_cleanup.DEFAULT_KINDS),
-                   choices=list(seat_cleanup.KIND_NAMES)),
-        namespaces=dict(type='list', elements='str', default=[]),
+        kinds=dict(type='list', elements='str', default=[]),
+        namespaces=dict(type='list', elements='str', default=[], aliases=['seats']),
         wait=dict(type='bool', default=True),
         wait_timeout=dict(type='int', default=300),
+        finalizer_grace=dict(type='int', default=15),
+        fail_on_remaining=dict(type='bool', default=True),
         grace_period_seconds=dict(type='int'),
         rotate_credentials=dict(type='bool', default=False),
     )
@@ -156,14 +197,14 @@ def run(module, client, sleep=None, clock=None):
         result = cleaner.run(
             kinds=params['kinds'], only=params['namespaces'], check_mode=module.check_mode, wait=params['wait'],
             wait_timeout=params['wait_timeout'], grace_period_seconds=params['grace_period_seconds'],
-            rotate_credentials=params['rotate_credentials'])
-    except seat_cleanup.SeatCleanupTimeout as exc:
-        module.fail_json(msg=str(exc), **exc.result)
+            rotate_credentials=params['rotate_credentials'], finalizer_grace=params['finalizer_grace'])
     except (K8sError, ValueError) as exc:
         module.fail_json(msg='Cannot clean up the seats: %s' % exc)
+    if result['remaining'] and params['fail_on_remaining']:
+        module.fail_json(msg=result['remaining_message'], **result)
     if module._diff and result['changed']:
         lines = ['%s %s' % (kind, name) for kind in result['deleted'] for name in result['deleted'][kind]]
-        lines += result['credentials_deleted']
+        lines += result['credentials_deleted'] + ['finalizers removed: %s' % line for line in result['finalizers_removed']]
         result['diff'] = {'before': '\n'.join(lines) + '\n', 'after': '',
                           'before_header': 'seat objects', 'after_header': 'seat objects'}
     module.exit_json(**result)

@@ -14,17 +14,25 @@ description:
   - Builds, without talking to the cluster, the list of Kubernetes objects that make up the workshop seats, ready to
     be applied in one M(kubernetes.core.k8s) task.
   - Per seat C(NAME) (see O(seats)), a Namespace C(NAME), a ServiceAccount C(NAME), a RoleBinding C(dralab-seat-edit)
-    of that account to the ClusterRole O(edit_cluster_role), a ResourceQuota C(dralab-seat-quota), and an empty
-    Opaque Secret C(dralab-seat-token) that the seat's tokens are bound to (see M(dralab.workshop.seat_tokens)).
+    of that account to the ClusterRole O(edit_cluster_role), a ResourceQuota C(dralab-seat-quota), a LimitRange
+    C(dralab-seat-limits) with container defaults, and an empty Opaque Secret C(dralab-seat-token) that the seat's
+    tokens are bound to (see M(dralab.workshop.seat_tokens)).
+  - Once for all seats, ValidatingAdmissionPolicies with their bindings (C(dralab-seat-services),
+    C(dralab-seat-secrets), C(dralab-seat-claim-size), C(dralab-seat-claim-template-size),
+    C(dralab-seat-claim-count)) that select the seat namespaces by the Namespace's labels and refuse NodePort,
+    LoadBalancer and externalIPs Services, legacy service-account-token Secrets, claims asking more than one device
+    or all devices, and, with a message naming what the seat holds, a
+    claim beyond the seat's O(gpus_per_seat).
   - Once for all seats, a ClusterRole O(reader_cluster_role) that reads DeviceClasses, ResourceSlices and Nodes, and
     a ClusterRoleBinding of the same name that lists every seat's ServiceAccount.
-  - Namespaces come first in the list, so the API server accepts the namespaced objects that follow.
+  - The policies come first in the list, then the Namespaces, so the API server accepts the namespaced objects that
+    follow.
   - Every object carries the label C(app.kubernetes.io/managed-by=dralab.workshop); namespaced objects and the
     Namespace also carry C(dralab.workshop/seat=NAME). A seat Namespace never gets the DRA admin access label
     C(resource.kubernetes.io/admin-access).
   - The ResourceQuota caps, per DeviceClass in O(device_classes), the devices the seat's claims request
-    (C(<class>.deviceclass.resource.k8s.io/devices)), and the number of ResourceClaims
-    (C(count/resourceclaims.resource.k8s.io)).
+    (C(<class>.deviceclass.resource.k8s.io/devices)), the number of ResourceClaims
+    (C(count/resourceclaims.resource.k8s.io), O(gpus_per_seat)), and pods, CPU and memory.
   - When O(existing_namespaces) is given, the module fails if a seat's Namespace exists without the managed-by label
     (it never takes over a namespace it did not create), and reports seat Namespaces that carry the admin access
     label and seat Namespaces of seats no longer listed.
@@ -52,11 +60,41 @@ options:
       - Per DeviceClass name, the devices a seat may request, overriding O(devices_per_seat).
     type: dict
     default: {}
-  claims_per_seat:
+  gpus_per_seat:
     description:
-      - ResourceClaims a seat may have at a time (claims made from templates count too).
+      - Devices a seat may hold in total, whatever the DeviceClasses. Every seat claim asks for one device at most
+        (admission policy), and the quota caps the seat's ResourceClaims (claims made from templates count too) at
+        this number.
     type: int
-    default: 2
+    default: 1
+  pods_per_seat:
+    description:
+      - Pods a seat may have at a time (quota key C(pods)); empty for no cap.
+    type: str
+    default: ''
+  cpu_per_seat:
+    description:
+      - CPU a seat's pods may request, and have as limits, in total (quota keys C(requests.cpu) and C(limits.cpu)),
+        for example V(4) or V(2500m); empty for no cap.
+    type: str
+    default: ''
+  memory_per_seat:
+    description:
+      - Memory a seat's pods may request, and have as limits, in total (C(requests.memory), C(limits.memory)), for
+        example V(8Gi); empty for no cap.
+    type: str
+    default: ''
+  container_default_limits:
+    description:
+      - 'Limits given to a container of a seat that sets none (LimitRange C(default)), for example
+        C({cpu: 500m, memory: 512Mi}). Needed when O(cpu_per_seat) or O(memory_per_seat) is set.'
+    type: dict
+    default: {}
+  container_default_requests:
+    description:
+      - Requests given to a container of a seat that sets none (LimitRange C(defaultRequest)).
+    type: dict
+    default: {}
   quota_extra:
     description:
       - 'More ResourceQuota keys and quantities, for example C({pods: 10}).'
@@ -112,7 +150,12 @@ EXAMPLES = r"""
     seats: "{{ 72 | dralab.workshop.seat_names }}"
     device_classes: [gpu.example.com, gpu-40gi.example.com]
     devices_per_seat: 1
-    claims_per_seat: 2
+    gpus_per_seat: 1
+    pods_per_seat: "10"
+    cpu_per_seat: "4"
+    memory_per_seat: 8Gi
+    container_default_limits: {cpu: 500m, memory: 512Mi}
+    container_default_requests: {cpu: 100m, memory: 128Mi}
   register: seat_objects
 
 - name: Apply them in one task
@@ -124,7 +167,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 objects:
-  description: The objects to apply, Namespaces first.
+  description: The objects to apply, admission policies and Namespaces first.
   returned: success
   type: list
   elements: dict
@@ -132,13 +175,14 @@ counts:
   description: Number of objects per kind.
   returned: success
   type: dict
-  sample: {Namespace: 72, ServiceAccount: 72, Secret: 72, RoleBinding: 72, ResourceQuota: 72,
-           ClusterRole: 1, ClusterRoleBinding: 1}
+  sample: {Namespace: 72, ServiceAccount: 72, Secret: 72, RoleBinding: 72, ResourceQuota: 72, LimitRange: 72,
+           ClusterRole: 1, ClusterRoleBinding: 1, ValidatingAdmissionPolicy: 5, ValidatingAdmissionPolicyBinding: 5}
 quota:
   description: The C(spec.hard) of every seat's ResourceQuota.
   returned: success
   type: dict
-  sample: {gpu.example.com.deviceclass.resource.k8s.io/devices: "1", count/resourceclaims.resource.k8s.io: "2"}
+  sample: {gpu.example.com.deviceclass.resource.k8s.io/devices: "1", count/resourceclaims.resource.k8s.io: "1",
+           pods: "10", requests.cpu: "4", limits.cpu: "4", requests.memory: 8Gi, limits.memory: 8Gi}
 admin_access_namespaces:
   description: Seat namespaces that carry the label C(resource.kubernetes.io/admin-access) and must lose it.
   returned: success
@@ -158,7 +202,7 @@ stale_namespaces:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_model
+from ansible_collections.dralab.workshop.plugins.module_utils import seat_model, seat_policies
 
 
 def argspec():
@@ -167,7 +211,12 @@ def argspec():
         device_classes=dict(type='list', elements='str', default=[]),
         devices_per_seat=dict(type='int', default=1),
         devices_per_class=dict(type='dict', default={}),
-        claims_per_seat=dict(type='int', default=2),
+        gpus_per_seat=dict(type='int', default=1),
+        pods_per_seat=dict(type='str', default=''),
+        cpu_per_seat=dict(type='str', default=''),
+        memory_per_seat=dict(type='str', default=''),
+        container_default_limits=dict(type='dict', default={}),
+        container_default_requests=dict(type='dict', default={}),
         quota_extra=dict(type='dict', default={}),
         pod_security=dict(type='str', default='baseline', choices=['', 'privileged', 'baseline', 'restricted']),
         edit_cluster_role=dict(type='str', default=seat_model.DEFAULT_EDIT_CLUSTER_ROLE),
@@ -180,12 +229,15 @@ def argspec():
 def run(module):
     params = module.params
     try:
-        objects = seat_model.build_seat_objects(
+        objects = seat_policies.seat_policies() + seat_model.build_seat_objects(
             params['seats'], params['device_classes'], devices_per_seat=params['devices_per_seat'],
-            devices_per_class=params['devices_per_class'], claims_per_seat=params['claims_per_seat'],
+            devices_per_class=params['devices_per_class'], gpus_per_seat=params['gpus_per_seat'],
             quota_extra=params['quota_extra'], pod_security=params['pod_security'],
             edit_cluster_role=params['edit_cluster_role'], reader_name=params['reader_cluster_role'],
-            reader_extra_rules=params['reader_extra_rules'])
+            reader_extra_rules=params['reader_extra_rules'], pods_per_seat=params['pods_per_seat'],
+            cpu_per_seat=params['cpu_per_seat'], memory_per_seat=params['memory_per_seat'],
+            container_default_limits=params['container_default_limits'],
+            container_default_requests=params['container_default_requests'])
     except ValueError as exc:
         module.fail_json(msg='Cannot build the seat objects: %s.' % exc)
     findings = {'foreign': [], 'admin_access': [], 'stale': []}

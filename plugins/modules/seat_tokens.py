@@ -169,10 +169,7 @@ ca_data:
   type: str
 """
 
-import os
-
-
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_tokens
+from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client, seat_tokens
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import TOKEN_SECRET_NAME
 
@@ -192,19 +189,9 @@ def argspec():
 
 
 def cluster_endpoint(params):
-    """(server, ca_data, insecure) for the seat kubeconfigs."""
-    if params.get('host') and params.get('api_key'):
-        server = params['host']
-        ca_data = seat_tokens.read_ca_file(params['ca_cert']) if params.get('ca_cert') else None
-        insecure = not params.get('validate_certs', True)
-    else:
-        path = params.get('kubeconfig') or os.environ.get('KUBECONFIG') or os.path.join(os.environ.get('HOME', '/'), '.kube', 'config')
-        server, ca_data, insecure = seat_tokens.kubeconfig_cluster(path.split(os.pathsep)[0], params.get('context'))
-        if params.get('host'):
-            server = params['host']
-    if params.get('api_server'):
-        server = params['api_server']
-    return server, ca_data, insecure
+    """(server, ca_data, insecure) for the seat kubeconfigs: the admin's API server unless api_server is given."""
+    server, ca_data, insecure = k8s_client.cluster_endpoint(params)
+    return params.get('api_server') or server, ca_data, insecure
 
 
 def run(module, client, now=None):

@@ -2,8 +2,9 @@
 
 What runs (all on 127.0.0.1, random free ports, state in one directory):
   etcd                      TLS with client certificates, data in DIR/etcd
-  kube-apiserver            Node,RBAC authorization, NodeRestriction,
-                            ResourceQuota and ServiceAccount admission,
+  kube-apiserver            Node,RBAC authorization, the admission plugins and
+                            token lifetimes of roles/control_plane's defaults
+                            (DenyServiceExternalIPs, max token expiration),
                             resource.k8s.io/v1
   kube-controller-manager   every controller, per-controller service accounts
   kube-scheduler            allocates ResourceClaims (DRA is GA in 1.35)
@@ -28,7 +29,7 @@ Tests may stop and start single processes of a running cluster
 node's GPUs away or to pause kube-controller-manager); each process's command
 is kept in DIR/cluster.json for that.
 
-Binaries come from tests/harness/build.py's cache (run it first, or pass
+Binaries come from tests/harness/gobuild.py's cache (run it first, or pass
 --build). Needs the `kubernetes` and `cryptography` Python packages (both are
 in the project venv).
 """
@@ -65,7 +66,8 @@ def _load_sibling(name: str, module_name: str):
     return module
 
 
-build = _load_sibling("build", "dralab_harness_build")  # where the binaries are
+gobuild = _load_sibling("gobuild", "dralab_harness_gobuild")  # where the binaries are
+REPO = Path(__file__).resolve().parents[2]
 
 DRIVER = "gpu.example.com"
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
@@ -81,6 +83,22 @@ STOP_ORDER = (  # which processes `down` stops together, in this order
     lambda name: name == "kube-apiserver",
     lambda name: name == "etcd",
 )
+
+
+def apiserver_role_flags(variables=None) -> list[str]:
+    """The kube-apiserver flags the control_plane role sets for the lab's safety (admission plugins, token
+    lifetimes), read from the role's defaults (one source) and rendered with the collection's own rule."""
+    variables = variables or gobuild.role_vars.RoleVars()
+    if str(REPO / "collections") not in sys.path:
+        sys.path.insert(0, str(REPO / "collections"))  # collections/ansible_collections/dralab/workshop -> REPO
+    from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import max_token_expiration
+    extend = variables.get("control_plane", "control_plane_service_account_extend_token_expiration")
+    return [
+        "--enable-admission-plugins=" + ",".join(variables.get("control_plane", "control_plane_apiserver_admission_plugins")),
+        "--service-account-max-token-expiration="
+        + max_token_expiration(variables.str("control_plane", "control_plane_service_account_max_token_expiration")),
+        "--service-account-extend-token-expiration=" + str(extend in (True, "true", "True")).lower(),
+    ]
 
 
 def log(msg: str) -> None:
@@ -295,13 +313,13 @@ class Cluster:
         self._save_state()
 
     def _up(self) -> None:
-        bins = {c: build.binary_path(build.BY_NAME[c]) for c in
+        bins = {c: gobuild.binary_path(gobuild.BY_NAME[c]) for c in
                 ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok",
                  "dra-example-kubeletplugin")}
         missing = [str(p) for p in bins.values() if not p.is_file()]
         if missing:
-            raise ClusterError(f"missing binaries (run tests/harness/build.py): {missing}")
-        kwok_stages = build.extra_files(build.BY_NAME["kwok"])[0]
+            raise ClusterError(f"missing binaries (run tests/harness/gobuild.py): {missing}")
+        kwok_stages = gobuild.extra_files(gobuild.BY_NAME["kwok"])[0]
         for name in self.nodes:  # the plugin's sockets must fit in sun_path
             sock = self._node_dir(name) / "plugins" / DRIVER / "dra.sock"
             if len(str(sock)) > MAX_SOCKET_PATH:
@@ -362,7 +380,7 @@ class Cluster:
             f"--etcd-servers={etcd_url}", f"--etcd-cafile={p('ca', 'crt')}",
             f"--etcd-certfile={p('etcd', 'crt')}", f"--etcd-keyfile={p('etcd', 'key')}",
             "--authorization-mode=Node,RBAC",
-            "--enable-admission-plugins=NodeRestriction,ResourceQuota,ServiceAccount",
+            *apiserver_role_flags(),  # as roles/control_plane sets them
             "--runtime-config=resource.k8s.io/v1=true",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -692,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
         if args.build:
             with contextlib.redirect_stdout(sys.stderr):  # stdout is for the kubeconfig path
-                if build.main([]) != 0:
+                if gobuild.main([]) != 0:
                     return 1
         cluster = Cluster(args.dir, nodes=[n for n in args.nodes.split(",") if n],
                           feature_gates=args.feature_gates, num_devices=args.num_devices,

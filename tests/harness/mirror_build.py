@@ -6,8 +6,11 @@ downloaded, into ${DRALAB_CACHE:-~/.cache/dralab}/mirror/:
 
     files/    laid out like the upstream URLs, with the checksum files the roles
               check (mirror_files_src): kubeadm/kubelet/kubectl, the containerd,
-              runc, CNI plugins and crictl releases, helm, kube-flannel.yml, and
-              charts/dra-example-driver-<version>.tgz
+              runc, CNI plugins and crictl releases, helm, kube-flannel.yml,
+              charts/dra-example-driver-<version>.tgz, and wheels/: the wheel of
+              can-has-gpu + dralab-lease-reaper (tests/harness/wheels.py), its
+              dependencies for the nodes' Python and pip (participant_tool role),
+              listed in wheels/wheels.json
     images/   one docker-archive per image, <last name part>_<tag>.tar, under its
               upstream name (mirror_images_src), index.json (the mirror_images
               list: archive, name, tag) and the chart again (mirror_charts)
@@ -18,7 +21,7 @@ Versions come from the roles' defaults (roles/*/defaults/main.yml), with the
 podman lab's inventory variables (inventories/local/group_vars/all.yml) and
 --set NAME=VALUE on top, as Ansible would see them; the control plane images
 are the ones `kubeadm config images list` names for that Kubernetes version.
-Binaries come from tests/harness/build.py (cached by version under bin/).
+Binaries come from tests/harness/gobuild.py (cached by version under bin/).
 Images are built with `podman build` FROM scratch + COPY of static binaries,
 reproducibly (the same inputs give the same image ID); kube-proxy and flannel
 also get a Debian rootfs (debootstrap minbase with iptables, nftables and
@@ -31,7 +34,7 @@ Every output is written under a temporary name and renamed when complete; an
 item counts as built when its state file matches its versions. A warm run
 (nothing changed) only reads mirror.json and stats the files.
 
-Needs: Go (see build.py), gcc and Debian's libseccomp-dev (runc), podman,
+Needs: Go (see gobuild.py), gcc and Debian's libseccomp-dev (runc), podman,
 debootstrap, dpkg-deb and apt-get (busybox-static is downloaded, not installed).
 
 Examples:
@@ -62,8 +65,9 @@ from typing import Callable
 HARNESS_DIR = Path(__file__).resolve().parent
 if str(HARNESS_DIR) not in sys.path:
     sys.path.insert(0, str(HARNESS_DIR))
-import build  # noqa: E402  (tests/harness/build.py)
+import gobuild  # noqa: E402  (tests/harness/gobuild.py)
 import role_vars  # noqa: E402
+import wheels  # noqa: E402  (tests/harness/wheels.py)
 
 # Bump when the way an item is made changes: every item is rebuilt.
 RECIPE = 2
@@ -73,6 +77,8 @@ PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BASE_PACKAGES = "iptables,nftables,conntrack"
 # The workshop's exercises run busybox:1.37 (shared/seeds); the binary is Debian's busybox-static.
 BUSYBOX_TAG = "1.37"
+# Python of the lab nodes (Debian 12): the wheels in files/wheels/ are for it.
+NODE_PYTHON = "3.11"
 
 PODMAN_CONF = """\
 # Written by tests/harness/mirror_build.py: what podman needs on the build hosts
@@ -178,7 +184,7 @@ class Item:
     outputs: list[str]
     key: dict
     make: Callable[["Builder", "Item"], None]
-    components: list[str] = field(default_factory=list)  # build.py components it needs
+    components: list[str] = field(default_factory=list)  # gobuild.py components it needs
     kind: str = "files"
 
 
@@ -187,7 +193,7 @@ class Image:
     name: str
     tag: str
     recipe: str  # scratch, debian-base, busybox
-    copies: list[tuple[str, str]]  # (build.py component or special source, path in the image)
+    copies: list[tuple[str, str]]  # (gobuild.py component or special source, path in the image)
     entrypoint: list[str] | None = None
     cmd: list[str] | None = None
     user: str | None = None
@@ -222,7 +228,7 @@ class Plan:
 
 
 def pinned_version(group: str) -> str:
-    return build.group_module(group)[1]
+    return gobuild.group_module(group)[1]
 
 
 def check_same(what: str, wanted: str, pinned: str, where: str) -> None:
@@ -278,6 +284,12 @@ def make_plan(args: argparse.Namespace, overrides: dict, builder: "Builder") -> 
     plan.items.append(Item("kube-flannel.yml", [f"files/{gh}/flannel-io/flannel/releases/download/v{flannel}/"
                                                 "kube-flannel.yml"], {"version": flannel}, make_flannel_manifest,
                            ["kubectl"]))
+    # Python wheels for the participant tool and the lease reaper (participant_tool role).
+    pip_version = v("participant_tool", "participant_tool_pip_version")
+    plan.items.append(Item("python wheels", ["files/wheels/wheels.json"],
+                           {"source": wheels.source_digest(), "pip": pip_version, "python": NODE_PYTHON,
+                            "platforms": list(wheels.PLATFORMS)}, make_wheels, kind="wheels"))
+    plan.versions["python wheels"] = f"dralab-can-has-gpu + dependencies for Python {NODE_PYTHON}, pip {pip_version}"
     chart = f"dra-example-driver-{chart_version}.tgz"
     plan.items.append(Item("dra-example-driver chart", [f"files/charts/{chart}", f"images/{chart}"],
                            {"version": driver, "chart": chart_version}, make_chart, ["helm"], kind="chart"))
@@ -334,7 +346,7 @@ def make_plan(args: argparse.Namespace, overrides: dict, builder: "Builder") -> 
     for image in plan.images:
         components = [copy[0] for copy in image.copies if not copy[0].startswith("@")]
         key = {"ref": image.ref, "recipe": image.recipe, "copies": image.copies,
-               "versions": {c: build.component_version(build.BY_NAME[c]) for c in components},
+               "versions": {c: gobuild.component_version(gobuild.BY_NAME[c]) for c in components},
                "entrypoint": image.entrypoint, "cmd": image.cmd, "user": image.user}
         if image.recipe == "debian-base":
             key["base"] = [args.debian_suite, args.base_packages]
@@ -380,7 +392,7 @@ def make_cni(b: "Builder", item: Item) -> None:
     tgz = out(b, item)
     members = [(f"./{p.name}", p) for p in sorted(folder.iterdir()) if p.is_file() and not p.name.startswith(".")
                and p.name != "build.log"]
-    members.append(("./LICENSE", b.module_dir(*build.group_module("cni-plugins")) / "LICENSE"))
+    members.append(("./LICENSE", b.module_dir(*gobuild.group_module("cni-plugins")) / "LICENSE"))
     write_tarball(tgz, members, dirs=["./"])
     write_atomic(out(b, item, 1), sha256sum_line(tgz))
 
@@ -394,7 +406,7 @@ def make_crictl(b: "Builder", item: Item) -> None:
 def make_helm(b: "Builder", item: Item) -> None:
     tgz = out(b, item)
     folder = f"linux-{b.plan.arch}"
-    moddir = b.module_dir(*build.group_module("helm"))
+    moddir = b.module_dir(*gobuild.group_module("helm"))
     write_tarball(tgz, [(f"{folder}/helm", b.binary("helm")), (f"{folder}/LICENSE", moddir / "LICENSE"),
                         (f"{folder}/README.md", moddir / "README.md")], dirs=[f"{folder}/"])
     write_atomic(out(b, item, 1), sha256sum_line(tgz))
@@ -402,7 +414,7 @@ def make_helm(b: "Builder", item: Item) -> None:
 
 def make_flannel_manifest(b: "Builder", item: Item) -> None:
     """What flannel's release does: `kubectl kustomize Documentation/kustomization/kube-flannel/`."""
-    src = b.module_dir(*build.group_module("flannel")) / "Documentation" / "kustomization" / "kube-flannel"
+    src = b.module_dir(*gobuild.group_module("flannel")) / "Documentation" / "kustomization" / "kube-flannel"
     with tempfile.TemporaryDirectory(dir=b.work) as tmp:
         copy = Path(tmp) / "kube-flannel"
         copy_tree(src, copy)
@@ -414,7 +426,7 @@ def make_flannel_manifest(b: "Builder", item: Item) -> None:
 
 def make_chart(b: "Builder", item: Item) -> None:
     """`helm package` of the chart in the driver's module, versioned like the upstream release."""
-    module, version = build.group_module("dra-example-driver")
+    module, version = gobuild.group_module("dra-example-driver")
     src = b.module_dir(module, version) / "deployments" / "helm" / "dra-example-driver"
     chart_version = item.key["chart"]
     with tempfile.TemporaryDirectory(dir=b.work) as tmp:
@@ -431,6 +443,29 @@ def make_chart(b: "Builder", item: Item) -> None:
     place(out(b, item), out(b, item, 1), 0o644)  # the same file where mirror_charts_src defaults to
 
 
+def make_wheels(b: "Builder", item: Item) -> None:
+    """files/wheels/: the node programs' wheel, its dependencies and pip, listed in wheels.json."""
+    dest = b.root / "files" / "wheels"
+    tmp = dest.with_name(".wheels.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    wheel = wheels.build_tool_wheel(tmp)
+    wheels.download_dependencies(wheel, tmp, python_version=item.key["python"], extra=(f"pip=={item.key['pip']}",))
+    names = sorted(p.name for p in tmp.glob("*.whl"))
+    (tmp / "wheels.json").write_text(json.dumps({"wheels": names}, indent=2) + "\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(tmp, dest)
+
+
+def listed_wheels(root: Path) -> list[str]:
+    """files/wheels/<name> of every wheel wheels.json lists (outputs not known before the build)."""
+    try:
+        names = json.loads((root / "files" / "wheels" / "wheels.json").read_text())["wheels"]
+    except (OSError, ValueError, KeyError):
+        return []
+    return [f"files/wheels/{name}" for name in names]
+
+
 def make_index(b: "Builder", item: Item) -> None:
     index = [{"archive": a, "name": n, "tag": t} for a, n, t in item.key["images"]]
     write_atomic(out(b, item), json.dumps(index, indent=2) + "\n")
@@ -441,7 +476,7 @@ def make_index(b: "Builder", item: Item) -> None:
 class Builder:
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.cache = build.cache_root()
+        self.cache = gobuild.cache_root()
         self.root = self.cache / "mirror"
         self.work = self.cache / "mirror-work"
         self.plan: Plan | None = None
@@ -453,21 +488,21 @@ class Builder:
 
     def go(self) -> str:
         if self._go is None:
-            self._go = build.find_go(self.args.go)
+            self._go = gobuild.find_go(self.args.go)
         return self._go
 
     def binary(self, name: str) -> Path:
-        comp = build.BY_NAME[name]
-        if not build.is_complete(comp):
-            build.build(comp, self.go())
-        return build.binary_path(comp)
+        comp = gobuild.BY_NAME[name]
+        if not gobuild.is_complete(comp):
+            gobuild.build(comp, self.go())
+        return gobuild.binary_path(comp)
 
     def module_dir(self, module: str, version: str) -> Path:
         key = (module, version)
         if key not in self._module_dirs:
             self.work.mkdir(parents=True, exist_ok=True)
             info = json.loads(run([self.go(), "mod", "download", "-json", f"{module}@{version}"], cwd=self.work,
-                                  env=build.go_env()).stdout)
+                                  env=gobuild.go_env()).stdout)
             if info.get("Error") or not info.get("Dir"):
                 raise MirrorError(f"{module}@{version}: {info.get('Error', 'not downloaded')}")
             self._module_dirs[key] = Path(info["Dir"])
@@ -603,7 +638,7 @@ class Builder:
         dest = self.work / "pause" / f"pause-{tag}"
         if dest.is_file():
             return dest
-        src = self.module_dir(*build.group_module("kubernetes")) / "build" / "pause" / "linux" / "pause.c"
+        src = self.module_dir(*gobuild.group_module("kubernetes")) / "build" / "pause" / "linux" / "pause.c"
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = partial(dest)
         run(["gcc", "-Os", "-Wall", "-Werror", "-static", f"-DVERSION=v{tag}", "-o", tmp, src], logf)
@@ -678,7 +713,7 @@ class Builder:
 
     def prune(self) -> list[str]:
         """Remove files from files/ and images/ that the plan does not hold (older versions)."""
-        wanted = {o for i in self.plan.items for o in i.outputs}
+        wanted = {o for i in self.plan.items for o in i.outputs} | set(listed_wheels(self.root))
         removed = []
         for top in ("files", "images"):
             base = self.root / top
@@ -695,7 +730,8 @@ class Builder:
         return removed
 
     def write_manifest(self) -> None:
-        files = {o: (self.root / o).stat().st_size for i in self.plan.items for o in i.outputs}
+        outputs = [o for i in self.plan.items for o in i.outputs] + listed_wheels(self.root)
+        files = {o: (self.root / o).stat().st_size for o in outputs}
         manifest = {
             "key": self.plan_key(),
             "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -749,7 +785,7 @@ def print_summary(root: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0],
                                      epilog="Output: $DRALAB_CACHE/mirror (default ~/.cache/dralab/mirror).")
-    parser.add_argument("--go", help="the go binary to use (see build.py)")
+    parser.add_argument("--go", help="the go binary to use (see gobuild.py)")
     parser.add_argument("--busybox-tag", default=BUSYBOX_TAG,
                         help=f"tag of docker.io/library/busybox (default {BUSYBOX_TAG}, what the exercises run)")
     parser.add_argument("--debian-suite", default=platform.freedesktop_os_release().get("VERSION_CODENAME")
@@ -760,9 +796,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"packages of the kube-proxy/flannel base (default {BASE_PACKAGES})")
     parser.add_argument("--force", action="store_true", help="remake every mirror item (binaries stay cached)")
     parser.add_argument("--summary", action="store_true", help="print what the mirror holds; build nothing")
-    build.add_role_var_arguments(parser)
+    gobuild.add_role_var_arguments(parser)
     args = parser.parse_args(argv)
-    overrides = build.apply_role_var_arguments(parser, args)
+    overrides = gobuild.apply_role_var_arguments(parser, args)
 
     builder = Builder(args)
     if args.summary:
@@ -774,7 +810,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.monotonic()
     try:
-        with build.file_lock(builder.cache / "mirror-work" / "build.lock"):
+        with gobuild.file_lock(builder.cache / "mirror-work" / "build.lock"):
             builder.plan = make_plan(args, overrides, builder)
             if not args.force and builder.is_complete():
                 log(f"up to date ({time.monotonic() - started:.1f}s)")
@@ -788,7 +824,7 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"removed {rel} (not in the mirror any more)")
                 builder.write_manifest()
                 log(f"built in {time.monotonic() - started:.0f}s")
-    except (MirrorError, build.BuildError) as exc:
+    except (MirrorError, gobuild.BuildError) as exc:
         log(f"FAILED: {exc}")
         return 1
     except KeyboardInterrupt:

@@ -27,6 +27,8 @@ What `up` creates, each labelled dralab.workshop/lab=local:
   /srv/dralab-mirror/images, and a helm client for the chart push; the
   registry storage is a named volume.
 Root logs in with the key pair $DRALAB_CACHE/lab/ssh/id_ed25519 (made once).
+`up` writes the nodes' host keys (read with podman exec) to
+$DRALAB_CACHE/lab/ssh/known_hosts; inventories/local checks them strictly.
 
 Images: debootstrap --variant=minbase of Debian 12 with systemd, sshd, Python
 and everything the roles would install (prereqs' packages, python3-apt and
@@ -70,7 +72,7 @@ from pathlib import Path
 HARNESS_DIR = Path(__file__).resolve().parent
 if str(HARNESS_DIR) not in sys.path:
     sys.path.insert(0, str(HARNESS_DIR))
-import build  # noqa: E402  (tests/harness/build.py: file_lock)
+import gobuild  # noqa: E402  (tests/harness/gobuild.py: file_lock)
 
 LABEL_KEY = "dralab.workshop/lab"
 LABEL_VALUE = "local"
@@ -94,6 +96,10 @@ BASE_PACKAGES = [
 # What roles/prereqs/vars/Debian.yml installs, and what kubeadm's preflight wants.
 NODE_PACKAGES = BASE_PACKAGES + [
     "conntrack", "ethtool", "gzip", "iptables", "kmod", "mount", "socat", "tar", "util-linux",
+    # What a workshop VM has and the seats' protections rely on: pam_systemd puts
+    # each login into the seat's user-UID.slice (workshop_users' limits); cron
+    # and at are what a seat may leave jobs in (a handover removes them).
+    "libpam-systemd", "cron", "at",
 ]
 # roles/mirror/vars/Debian.yml (the registry unit is disabled in the image:
 # the role writes its configuration before starting it).
@@ -313,7 +319,7 @@ def customize(rootfs: Path, kind: str) -> None:
 def build_image(kind: str, force: bool = False) -> str:
     ref = image_ref(kind)
     archive = image_archive(kind)
-    with build.file_lock(cache_root() / "images" / f".{IMAGES[kind][0]}.lock"):
+    with gobuild.file_lock(cache_root() / "images" / f".{IMAGES[kind][0]}.lock"):
         if force:
             archive.unlink(missing_ok=True)
             if image_exists(ref):
@@ -383,6 +389,36 @@ def ensure_ssh_key() -> Path:
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "dralab-lab-root",
                         "-f", str(key)], check=True)
     return key
+
+
+def known_hosts() -> Path:
+    """The nodes' SSH host keys, for Ansible and the tests (written by `up`)."""
+    return lab_dir() / "ssh" / "known_hosts"
+
+
+def write_known_hosts(nodes: list[Node]) -> Path:
+    """Record each running node's host keys, read from the node itself (podman exec, not the network).
+
+    Every `up` of a new container makes new keys (dralab-ssh-hostkeys.service),
+    so the file is rewritten from the nodes that run now; Ansible and the tests
+    then check host keys strictly against it.
+    """
+    lines = []
+    for node in nodes:
+        if container_state(node) != "running":
+            continue
+        out = podman("exec", node.container, "sh", "-c", "cat /etc/ssh/ssh_host_*_key.pub", timeout=30).stdout
+        for key in out.splitlines():
+            fields = key.split()
+            if len(fields) >= 2:
+                lines.append(f"{node.ip},{node.name} {fields[0]} {fields[1]}")
+    path = known_hosts()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines))
+    tmp.chmod(0o644)
+    tmp.rename(path)
+    return path
 
 
 def ssh_banner(ip: str, timeout: float = 2.0) -> str:
@@ -558,9 +594,10 @@ def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
             log(f"{node.name}: starting the existing {node.container}")
             podman("start", node.container)
     wait_ready(selected, timeout)
+    write_known_hosts(NODES)
     log(f"lab up in {time.monotonic() - started:.0f}s: "
         + ", ".join(f"{n.name} {n.ip}" for n in selected))
-    print(f"ssh -i {ssh_key()} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null root@{selected[-1].ip}")
+    print(f"ssh -i {ssh_key()} -o UserKnownHostsFile={known_hosts()} root@{selected[-1].ip}")
 
 
 def down() -> None:
@@ -644,6 +681,7 @@ def env_exports() -> None:
     write_containers_conf()
     print(f"export CONTAINERS_CONF={shlex.quote(str(containers_conf()))}")
     print(f"export DRALAB_LAB_SSH_KEY={shlex.quote(str(ssh_key()))}")
+    print(f"export DRALAB_LAB_KNOWN_HOSTS={shlex.quote(str(known_hosts()))}")
 
 
 def main(argv: list[str] | None = None) -> int:

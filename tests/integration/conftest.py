@@ -1,6 +1,6 @@
 """Integration tier: one real control plane (tests/harness/cluster.py) per test session.
 
-The `control_plane` fixture builds missing binaries with tests/harness/build.py,
+The `control_plane` fixture builds missing binaries with tests/harness/gobuild.py,
 starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
 one dra-example-kubeletplugin per fake node in a temporary directory, and stops
 everything and removes the directory when the session ends. If pytest is
@@ -34,6 +34,7 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 TMP_PREFIX = "dralab-it-"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from k8s_helpers import api_from_kubeconfig  # noqa: E402  (tests/integration/k8s_helpers.py)
 from playbook import Lab  # noqa: E402  (tests/integration/playbook.py)
 
 # Shared cluster state: topics run in this order; a module not listed runs last.
@@ -41,8 +42,10 @@ MODULE_ORDER = (
     "test_control_plane",
     "test_device_classes",
     "test_seats",
+    "test_hostile_seats",
     "test_demos",
     "test_rush",
+    "test_can_has_gpu",
     "test_stale_claim",
     "test_missing_devices",
     "test_idempotence",
@@ -59,7 +62,7 @@ def _load_cluster_module():
     return sys.modules[name]
 
 
-harness = _load_cluster_module()  # harness.Cluster, harness.build
+harness = _load_cluster_module()  # harness.Cluster, harness.gobuild
 
 
 @dataclass
@@ -74,7 +77,7 @@ class ControlPlane:
     @staticmethod
     def binary(name: str) -> Path:
         """Path of a harness-built binary, e.g. binary("kubectl")."""
-        return harness.build.binary_path(harness.build.BY_NAME[name])
+        return harness.gobuild.binary_path(harness.gobuild.BY_NAME[name])
 
 
 @pytest.fixture(scope="session")
@@ -85,7 +88,7 @@ def control_plane(request) -> ControlPlane:
         cluster.nodes = cluster.load_state()["nodes"]
     else:
         # Build whatever is missing (with a warm cache: a few file checks).
-        subprocess.run([sys.executable, str(HARNESS / "build.py")], check=True)
+        subprocess.run([sys.executable, str(HARNESS / "gobuild.py")], check=True)
         harness.remove_stale(Path(tempfile.gettempdir()), TMP_PREFIX)
         directory = tempfile.mkdtemp(prefix=TMP_PREFIX)  # short: unix socket paths live here
         cluster = harness.Cluster(directory, feature_gates=os.environ.get("DRALAB_FEATURE_GATES", ""),
@@ -124,3 +127,17 @@ def workshop(lab) -> Lab:
     lab.converge("playbooks/driver.yml")
     lab.converge("playbooks/users.yml")
     return lab
+
+
+@pytest.fixture
+def seat_api(workshop):
+    """seat_api("user10"): an API client with that seat's current kubeconfig file (closed afterwards)."""
+    opened = []
+
+    def make(seat):
+        api = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
+        opened.append(api)
+        return api
+    yield make
+    for api in opened:
+        api.close()

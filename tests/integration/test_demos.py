@@ -112,6 +112,10 @@ def test_dra_health_explains_the_pending_claim(control_plane, workshop, demo):
     [problem] = [p for p in problems_of(report, "claim_pending") if p["name"] == huge]
     assert problem["severity"] == "warning"
     assert f"pod {NS}/huge-gpu cannot be scheduled" in problem["reason"]
+    # The explainer adds what the scheduler's one-liner does not say.
+    assert (problem["explain_reason"], problem["allocatable_now"]) == ("no_matching_device", False)
+    assert problem["explain_sentence"] == "no GPU has memory >= 100Gi (the largest has 80Gi)."
+    assert (row["explain_reason"], row["explain_sentence"]) == ("no_matching_device", problem["explain_sentence"])
 
     shared = rows[(NS, "shared-gpu")]
     assert shared["state"] == "reserved" and sorted(shared["holder_pods_alive"]) == ["shared-1", "shared-2"]
@@ -135,3 +139,5 @@ def test_health_playbook_reports_the_pending_claim(control_plane, workshop, demo
     assert f"WARNING ResourceClaim {NS}/{huge}: claim {NS}/{huge} is pending because pod {NS}/huge-gpu " \
            "cannot be scheduled" in run.flat, run.describe()
     assert "cannot allocate all claims" in run.flat, run.describe()
+    assert "Explainer (no_matching_device): no GPU has memory >= 100Gi (the largest has 80Gi)." in run.flat, \
+        run.describe()

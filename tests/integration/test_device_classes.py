@@ -91,12 +91,27 @@ def test_menu_is_applied(control_plane, lab, foreign_class):
     assert foreign.metadata.labels == {"app.kubernetes.io/managed-by": "someone-else"}
 
 
+def test_invalid_cel_stops_in_preflight_before_any_change(control_plane, lab, foreign_class):
+    before = class_names(control_plane.api_client)
+    run = lab.run("playbooks/driver.yml", extra_vars={"dralab_device_classes": MENU + BROKEN})
+    assert run.rc != 0 and run.failed == 1, run.describe()
+    flat = run.flat
+    assert f"dralab_device_classes[4] ({BROKEN_SYNTAX}).selectors[0] does not compile: syntax error" in flat, \
+        run.describe()
+    assert f"dralab_device_classes[5] ({BROKEN_NAME}).selectors[1] does not compile" in flat, run.describe()
+    assert "undeclared reference to 'gpu'" in flat, run.describe()
+    assert "Publish the DeviceClass menu" not in run.output, run.describe()
+    assert class_names(control_plane.api_client) == before
+
+
 @pytest.mark.parametrize("check", [False, True], ids=["apply", "check-mode"])
 def test_invalid_cel_is_rejected_with_the_api_server_message(control_plane, lab, foreign_class, check):
-    run = lab.run("playbooks/driver.yml", extra_vars={"dralab_device_classes": MENU + BROKEN}, check=check)
+    # Without the preflight, the role's own guard: the API server's message for each rejected class.
+    run = lab.run("playbooks/driver.yml", "--skip-tags", "preflight",
+                  extra_vars={"dralab_device_classes": MENU + BROKEN}, check=check)
     assert run.rc != 0 and run.failed == 1, run.describe()
     out = run.output
-    assert "The API server rejected 2 DeviceClass(es) of device_classes_menu" in out, run.describe()
+    assert "The API server rejected 2 DeviceClass(es) of dralab_device_classes" in out, run.describe()
     # One line per rejected class: its name, then the API server's own message.
     syntax = f"DeviceClass {BROKEN_SYNTAX}: DeviceClass.resource.k8s.io \"{BROKEN_SYNTAX}\" is invalid: " \
              "spec.selectors[0].cel.expression: Invalid value"

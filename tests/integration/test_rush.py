@@ -112,6 +112,12 @@ def test_dra_health_summary_matches_the_api(control_plane, workshop, rush):
             assert row["state"] == "reserved" and row["holder_pods_alive"] == [POD]
         else:
             assert row["state"] == "pending" and "cannot allocate all claims" in row["pending_reason"]
+            # The explainer names who holds the GPUs (seat, device, node).
+            assert row["explain_reason"] == "all_matching_in_use"
+            assert row["explain_sentence"].startswith("24 GPUs match; all are in use: gpu-0 on node-1 by user")
+    for problem in pending:
+        assert problem["explain_reason"] == "all_matching_in_use" and problem["allocatable_now"] is False
+        assert problem["reason"].endswith("Explainer (all_matching_in_use): " + problem["explain_sentence"])
 
 
 def test_reset_in_check_mode_deletes_nothing(control_plane, workshop, rush):

@@ -25,8 +25,11 @@ DEVICE_KEY = f"{DRIVER}.deviceclass.resource.k8s.io/devices"
 EXPECTED_QUOTA = {
     DEVICE_KEY: "1",
     "gpu-40gi.example.com.deviceclass.resource.k8s.io/devices": "1",
-    "count/resourceclaims.resource.k8s.io": "2",
+    "count/resourceclaims.resource.k8s.io": "1",
+    "pods": "10", "requests.cpu": "4", "limits.cpu": "4", "requests.memory": "8Gi", "limits.memory": "8Gi",
 }
+FULL = ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get resourceclaims and delete one "
+        "to free it")
 MANAGED = f"{MANAGED_BY[0]}={MANAGED_BY[1]}"
 
 
@@ -42,17 +45,9 @@ def seats(control_plane, workshop):
 
 
 @pytest.fixture
-def seat_api(seats):
-    """seat_api("user01"): an API client that authenticates with that seat's kubeconfig file."""
-    opened = []
-
-    def make(seat):
-        api = api_from_kubeconfig(seats.seat_kubeconfig(seat))
-        opened.append(api)
-        return api
-    yield make
-    for api in opened:
-        api.close()
+def seat_api(seats, seat_api):
+    """conftest's seat_api, with this module's cleanup of user01 and user02 (the seats fixture) afterwards."""
+    return seat_api
 
 
 def test_seat_objects_exist(control_plane, seats):
@@ -87,6 +82,11 @@ def test_seat_objects_exist(control_plane, seats):
     for seat in SEATS_ALL:
         assert quotas[seat].metadata.name == QUOTA_NAME
         assert quotas[seat].spec.hard == EXPECTED_QUOTA, seat
+    limits = {lr.metadata.namespace: lr for lr in core.list_limit_range_for_all_namespaces(label_selector=MANAGED).items}
+    for seat in SEATS_ALL:
+        [limit] = limits[seat].spec.limits
+        assert (limit.type, limit.default, limit.default_request) == (
+            "Container", {"cpu": "500m", "memory": "512Mi"}, {"cpu": "100m", "memory": "128Mi"}), seat
 
     role = rbac.read_cluster_role(READER)
     granted = {(g, r) for rule in role.rules for g in rule.api_groups for r in rule.resources}
@@ -133,12 +133,13 @@ def test_seat_can_use_a_gpu_in_its_namespace(control_plane, seat_api):
     assert [r.name for r in claim.status.reserved_for] == ["my-pod"]
 
 
-def test_second_device_is_refused_by_quota(control_plane, seat_api):
+def test_second_device_is_refused_with_what_the_seat_holds(control_plane, seat_api):
     resource = client.ResourceV1Api(seat_api("user01"))
     wait_for("user01 holding one GPU claim", lambda: resource.read_namespaced_resource_claim("my-gpu", "user01"))
     exc = expect_api_error(403, resource.create_namespaced_resource_claim, "user01", claim_body("second-gpu"))
-    assert f"exceeded quota: {QUOTA_NAME}" in exc.body, exc.body
-    assert f"requested: {DEVICE_KEY}=1" in exc.body and f"limited: {DEVICE_KEY}=1" in exc.body, exc.body
+    assert FULL in exc.body, exc.body
+    quota = client.CoreV1Api(control_plane.api_client).read_namespaced_resource_quota(QUOTA_NAME, "user01")
+    assert quota.status.used["count/resourceclaims.resource.k8s.io"] == "1"
 
 
 def test_seat_cannot_touch_another_seats_claims(control_plane, seat_api):

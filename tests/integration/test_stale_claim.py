@@ -129,7 +129,9 @@ def test_deleted_pod_releases_the_gpu_in_1_35_but_the_claim_stays(control_plane,
     # The controller cleared the allocation with the last reservation: the GPU is free again...
     assert claim.status.reserved_for is None and claim.status.allocation is None
     # ...but the claim (the "receipt") still counts against the seat's quota until it is deleted.
-    assert "exceeded quota: dralab-seat-quota" in stale["user05_second_claim"].body
+    # The seat is told what it holds and how to free it (the claim-count admission policy, before the quota).
+    assert ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get resourceclaims and delete one "
+            "to free it") in stale["user05_second_claim"].body
     row = rows_by_seat(stale["report"])[("user05", "train-gpu")]
     assert row["state"] == "pending" and row["pending_reason"] == "no pod uses this claim yet"
     [problem] = [p for p in problems_of(stale["report"], "claim_pending") if p["namespace"] == "user05"]

@@ -9,6 +9,7 @@ participant logs in.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -36,6 +37,50 @@ DEVICES_PER_NODE = 8
 DRIVER = "gpu.example.com"
 SEATS = 4
 HEALTH_PLAYBOOK = REPO / "tests" / "integration" / "playbooks" / "dra_health_json.yml"
+# Logs of playbooks run at -vvv, for the secrets audit (test_seat_host.py).
+VERBOSE_LOGS = ARTIFACTS / "logs"
+LOGIN_HOST = "cp1"
+
+
+def credentials() -> dict[str, dict]:
+    """The instructor's credential sheet, per seat."""
+    with open(ARTIFACTS / "credentials.csv", newline="") as fh:
+        return {row["seat"]: row for row in csv.DictReader(fh)}
+
+
+class Session:
+    """An SSH login with a password, as a participant logs in.
+
+    The node's host key must be the one nodes.py recorded (known_hosts), as
+    Ansible checks it.
+    """
+
+    def __init__(self, host: str, user: str, password: str | None = None, pkey=None):
+        import paramiko
+
+        self.client = paramiko.SSHClient()
+        self.client.load_host_keys(str(nodes.known_hosts()))
+        self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        self.client.connect(host, username=user, password=password, pkey=pkey, look_for_keys=False,
+                            allow_agent=False, timeout=15)
+
+    def run(self, command: str, stdin: str | None = None, timeout: float = 120) -> tuple[int, str, str]:
+        chan_in, chan_out, chan_err = self.client.exec_command(command, timeout=timeout)
+        if stdin is not None:
+            chan_in.write(stdin)
+            chan_in.channel.shutdown_write()
+        out, err = chan_out.read().decode(), chan_err.read().decode()
+        return chan_out.channel.recv_exit_status(), out, err
+
+    def close(self):
+        self.client.close()
+
+
+def login(seat: str, password: str | None = None) -> Session:
+    """Log in as a seat on the login host with its password (from the credential sheet by default)."""
+    if password is None:
+        password = credentials()[seat]["password"]
+    return Session(nodes.BY_NAME[LOGIN_HOST].ip, seat, password)
 
 
 def node_host(name: str):

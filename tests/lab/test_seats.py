@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 import re
 import time
 
 import paramiko
 import pytest
 
-from conftest import ARTIFACTS, CLUSTER_NODES, SEATS, nodes
+from conftest import CLUSTER_NODES, SEATS, Session, credentials, nodes
 
 SEAT = "user01"
 
@@ -43,32 +42,6 @@ spec:
   - name: gpu
     resourceClaimTemplateName: single-gpu
 """
-
-
-def credentials() -> dict[str, dict]:
-    with open(ARTIFACTS / "credentials.csv", newline="") as fh:
-        return {row["seat"]: row for row in csv.DictReader(fh)}
-
-
-class Session:
-    """An SSH login with a password, as a participant logs in."""
-
-    def __init__(self, host: str, user: str, password: str):
-        self.client = paramiko.SSHClient()
-        self.client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
-        self.client.connect(host, username=user, password=password, look_for_keys=False, allow_agent=False,
-                            timeout=15)
-
-    def run(self, command: str, stdin: str | None = None, timeout: float = 120) -> tuple[int, str, str]:
-        chan_in, chan_out, chan_err = self.client.exec_command(command, timeout=timeout)
-        if stdin is not None:
-            chan_in.write(stdin)
-            chan_in.channel.shutdown_write()
-        out, err = chan_out.read().decode(), chan_err.read().decode()
-        return chan_out.channel.recv_exit_status(), out, err
-
-    def close(self):
-        self.client.close()
 
 
 @pytest.fixture(scope="module")

@@ -8,13 +8,53 @@ from __future__ import annotations
 import base64
 import json
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_cleanup as sc
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
 
 NOW = 1_800_000_000
 HOUR = 3600
 OURS = {'app.kubernetes.io/managed-by': 'dralab.workshop'}
-PATHS = {name: '%s/%s' % (prefix, resource) for name, prefix, resource in sc.KINDS}
+# The kinds the fake API serves: (group, version path, resource, namespaced, verbs).
+LIST_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']
+SERVED = (
+    ('', '/api/v1', 'pods', True, LIST_VERBS),
+    ('', '/api/v1', 'replicationcontrollers', True, LIST_VERBS),
+    ('', '/api/v1', 'serviceaccounts', True, LIST_VERBS),
+    ('', '/api/v1', 'secrets', True, LIST_VERBS),
+    ('', '/api/v1', 'configmaps', True, LIST_VERBS),
+    ('', '/api/v1', 'services', True, ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch',
+                                       'deletecollection']),
+    ('', '/api/v1', 'resourcequotas', True, LIST_VERBS),
+    ('', '/api/v1', 'events', True, LIST_VERBS),
+    ('', '/api/v1', 'bindings', True, ['create']),
+    ('', '/api/v1', 'pods/status', True, ['get', 'patch', 'update']),
+    ('', '/api/v1', 'namespaces', False, LIST_VERBS),
+    ('apps', '/apis/apps/v1', 'deployments', True, LIST_VERBS),
+    ('apps', '/apis/apps/v1', 'statefulsets', True, LIST_VERBS),
+    ('apps', '/apis/apps/v1', 'daemonsets', True, LIST_VERBS),
+    ('apps', '/apis/apps/v1', 'replicasets', True, LIST_VERBS),
+    ('batch', '/apis/batch/v1', 'jobs', True, LIST_VERBS),
+    ('batch', '/apis/batch/v1', 'cronjobs', True, LIST_VERBS),
+    ('events.k8s.io', '/apis/events.k8s.io/v1', 'events', True, LIST_VERBS),
+    ('rbac.authorization.k8s.io', '/apis/rbac.authorization.k8s.io/v1', 'rolebindings', True, LIST_VERBS),
+    ('resource.k8s.io', '/apis/resource.k8s.io/v1', 'resourceclaimtemplates', True, LIST_VERBS),
+    ('resource.k8s.io', '/apis/resource.k8s.io/v1', 'resourceclaims', True, LIST_VERBS),
+    ('resource.k8s.io', '/apis/resource.k8s.io/v1', 'deviceclasses', False, LIST_VERBS),
+)
+PATHS = {resource: '%s/%s' % (prefix, resource) for group, prefix, resource, namespaced, verbs in SERVED
+         if namespaced and '/' not in resource and group != 'events.k8s.io'}
+_UIDS = iter(range(1, 10 ** 9))
+
+
+def discovery(path):
+    """The API server's discovery documents for SERVED, or None for another path."""
+    if path == '/apis':
+        seen = []
+        for group, prefix, *_rest in SERVED:
+            if group and group not in [g for g, _p in seen]:
+                seen.append((group, prefix))
+        return {'groups': [{'name': g, 'preferredVersion': {'groupVersion': p[len('/apis/'):]}} for g, p in seen]}
+    resources = [{'name': r, 'namespaced': n, 'verbs': v} for _g, p, r, n, v in SERVED if p == path]
+    return {'resources': resources} if resources else None
 
 
 def b64url(data):
@@ -75,7 +115,7 @@ def ns(name, labels):
 
 
 def obj(namespace, name, terminating=False, **extra):
-    meta = {'namespace': namespace, 'name': name}
+    meta = {'namespace': namespace, 'name': name, 'uid': 'uid-%d' % next(_UIDS)}
     if terminating:
         meta['deletionTimestamp'] = '2026-10-28T10:00:00Z'
         meta['finalizers'] = ['resource.kubernetes.io/delete-protection']
@@ -114,6 +154,15 @@ class FakeCleanupApi:
                         if n['metadata']['labels'].get('app.kubernetes.io/managed-by') == 'dralab.workshop'
                         and 'dralab.workshop/seat' in n['metadata']['labels']]
             return self._page(matching, query)
+        if method == 'GET' and discovery(path) is not None:
+            return discovery(path)
+        if method == 'PUT':
+            parts = path.split('/')
+            kind = [k for k, p in PATHS.items() if p.endswith('/' + parts[-2])][0]
+            for index, item in enumerate(self.items.get(kind, [])):
+                if item['metadata']['namespace'] == parts[-3] and item['metadata']['name'] == parts[-1]:
+                    self.items[kind][index] = body
+            return body
         if method == 'GET':
             kind = [k for k, p in PATHS.items() if p == path][0]
             self._progress(kind)
@@ -126,23 +175,28 @@ class FakeCleanupApi:
             namespace, resource = parts[-2], parts[-1]
             kind = [k for k, p in PATHS.items() if p.endswith('/' + resource)][0]
             assert body['propagationPolicy'] == 'Background'
+            kept = [term.split('!=')[1] for term in (query.get('fieldSelector') or '').split(',') if term]
             for item in self.items.get(kind, []):
-                if item['metadata']['namespace'] == namespace:
+                if item['metadata']['namespace'] == namespace and item['metadata']['name'] not in kept:
                     item['metadata']['deletionTimestamp'] = 'now'
-            self.pending.append([kind, namespace, self.deletions_take])
+            self.pending.append([kind, namespace, self.deletions_take, kept])
             self._progress(kind, listing=False)
             return {}
         raise AssertionError('unexpected call %s %s' % (method, path))
 
     def _progress(self, kind, listing=True):
+        """Deleted objects vanish after `deletions_take` list rounds, unless a finalizer holds them."""
         for entry in list(self.pending):
             if entry[0] != kind:
                 continue
             if entry[2] <= 0:
-                self.items[kind] = [i for i in self.items[kind] if i['metadata']['namespace'] != entry[1]]
                 self.pending.remove(entry)
             elif listing:
                 entry[2] -= 1
+        waiting = {entry[1] for entry in self.pending if entry[0] == kind}
+        self.items[kind] = [i for i in self.items.get(kind, [])
+                            if not (i['metadata'].get('deletionTimestamp') == 'now' and not i['metadata'].get('finalizers')
+                                    and i['metadata']['namespace'] not in waiting)]
 
     def get(self, path, missing_ok=False):
         if path in self.objects:

@@ -69,8 +69,9 @@ def test_defaults():
     assert registration["kubeletExtraArgs"] == [{"name": "node-ip", "value": "192.0.2.10"}]
     assert docs["KubeletConfiguration"]["cgroupDriver"] == "systemd"
     assert docs["KubeProxyConfiguration"]["mode"] == "iptables"
-    # No feature gates, no runtime-config unless asked for.
-    for component in ("apiServer", "controllerManager", "scheduler"):
+    # No feature gates, no runtime-config unless asked for; the API server only gets its safety switches.
+    assert args(cluster["apiServer"]) == SECURITY_ARGS
+    for component in ("controllerManager", "scheduler"):
         assert args(cluster[component]) == {}
     assert "featureGates" not in docs["KubeletConfiguration"]
 
@@ -97,6 +98,24 @@ def test_feature_gates_reach_every_component():
     assert docs["KubeletConfiguration"]["featureGates"] == {"DRAConsumableCapacity": True, "DRADeviceTaints": True}
 
 
+SECURITY_ARGS = {
+    "enable-admission-plugins": "NodeRestriction,DenyServiceExternalIPs",
+    "service-account-max-token-expiration": "28800s",
+    "service-account-extend-token-expiration": "false",
+}
+
+
+def test_api_server_refuses_external_ips_and_long_tokens_by_default():
+    apiserver = args(render()["ClusterConfiguration"]["apiServer"])
+    assert {k: apiserver[k] for k in SECURITY_ARGS} == SECURITY_ARGS
+
+
+@pytest.mark.parametrize(("duration", "flag"), [("12h", "43200s"), ("1h30m", "5400s"), ("20m", "3600s")])
+def test_max_token_expiration_follows_the_event_duration(duration, flag):
+    apiserver = args(render(dralab_event_duration=duration)["ClusterConfiguration"]["apiServer"])
+    assert apiserver["service-account-max-token-expiration"] == flag
+
+
 def test_runtime_config_and_extra_args_reach_the_api_server_only():
     docs = render(
         control_plane_apiserver_runtime_config=["resource.k8s.io/v1alpha3=true", "resource.k8s.io/v1beta2=true"],
@@ -105,6 +124,7 @@ def test_runtime_config_and_extra_args_reach_the_api_server_only():
     cluster = docs["ClusterConfiguration"]
     assert args(cluster["apiServer"]) == {
         "runtime-config": "resource.k8s.io/v1alpha3=true,resource.k8s.io/v1beta2=true",
+        **SECURITY_ARGS,
         "v": "2",
     }
     assert args(cluster["controllerManager"]) == {}

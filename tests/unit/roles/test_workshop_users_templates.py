@@ -51,14 +51,23 @@ def test_bulk_object_list_for_the_default_72_seats_and_menu():
     objects = seat_model.build_seat_objects(
         values['workshop_users_seat_names'], ['gpu.example.com', 'gpu-40gi.example.com'],
         devices_per_seat=values['workshop_users_devices_per_seat'],
-        claims_per_seat=values['workshop_users_claims_per_seat'], pod_security=values['workshop_users_pod_security'],
-        reader_name=values['workshop_users_reader_cluster_role'])
-    assert len(objects) == 72 * 5 + 2
+        gpus_per_seat=values['workshop_users_gpus_per_seat'], pod_security=values['workshop_users_pod_security'],
+        reader_name=values['workshop_users_reader_cluster_role'], pods_per_seat=values['workshop_users_quota_pods'],
+        cpu_per_seat=values['workshop_users_quota_cpu'], memory_per_seat=values['workshop_users_quota_memory'],
+        container_default_limits=values['workshop_users_container_default_limits'],
+        container_default_requests=values['workshop_users_container_default_requests'])
+    assert len(objects) == 72 * 6 + 2
     quotas = [o for o in objects if o['kind'] == 'ResourceQuota']
     assert len(quotas) == 72
     assert all(q['spec']['hard'] == {'gpu.example.com.deviceclass.resource.k8s.io/devices': '1',
                                      'gpu-40gi.example.com.deviceclass.resource.k8s.io/devices': '1',
-                                     'count/resourceclaims.resource.k8s.io': '2'} for q in quotas)
+                                     'count/resourceclaims.resource.k8s.io': '1',
+                                     'pods': '10', 'requests.cpu': '4', 'limits.cpu': '4',
+                                     'requests.memory': '8Gi', 'limits.memory': '8Gi'} for q in quotas)
+    limits = [o for o in objects if o['kind'] == 'LimitRange']
+    assert [lr['metadata']['namespace'] for lr in limits] == values['workshop_users_seat_names']
+    assert limits[0]['spec']['limits'] == [{'type': 'Container', 'default': {'cpu': '500m', 'memory': '512Mi'},
+                                            'defaultRequest': {'cpu': '100m', 'memory': '128Mi'}}]
     namespaces = [o for o in objects if o['kind'] == 'Namespace']
     assert [n['metadata']['labels']['dralab.workshop/seat'] for n in namespaces] == values['workshop_users_seat_names']
     binding = [o for o in objects if o['kind'] == 'ClusterRoleBinding'][0]
@@ -89,17 +98,36 @@ def test_credential_sheet_without_login_hosts_has_no_passwords():
     assert text.splitlines() == ['seat,login_hosts,password,namespace,kubeconfig', 'user01,,,user01,/a/seats/user01.kubeconfig']
 
 
+def workshop_users_role_vars():
+    return yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'vars' / 'main.yml').read_text())
+
+
 def test_sshd_dropin_only_matches_the_seat_group():
-    text = render_role_template('workshop_users', 'sshd-seats.conf.j2', {})
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith('#')]
-    assert lines == ['Match Group workshop-seats', 'PasswordAuthentication yes']
+    settings = workshop_users_role_vars()
+    text = render_role_template('workshop_users', 'sshd-seats.conf.j2', settings)
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith('#')]
+    assert lines[0] == 'Match Group workshop-seats'
+    # Every setting sits inside the Match block (indented), none applies to other accounts.
+    assert all(line.startswith('    ') for line in lines[1:])
+    stripped = [line.strip() for line in lines[1:]]
+    assert stripped == ['%s %s' % item for item in settings['workshop_users_sshd_seat_settings'].items()]
+    for needed in ('PasswordAuthentication yes', 'AuthorizedKeysFile none', 'DisableForwarding yes',
+                   'AllowTcpForwarding no', 'PermitTunnel no', 'X11Forwarding no', 'AllowAgentForwarding no'):
+        assert needed in stripped
 
 
-def test_lab_reset_kinds_are_the_cleanup_kinds():
-    from ansible_collections.dralab.workshop.plugins.module_utils.seat_cleanup import KIND_NAMES
-    assert tuple(role_defaults('lab_reset')['lab_reset_kinds']) == KIND_NAMES
-    specs = yaml.safe_load((REPO / 'roles' / 'lab_reset' / 'meta' / 'argument_specs.yml').read_text())
-    assert tuple(specs['argument_specs']['main']['options']['lab_reset_kinds']['choices']) == KIND_NAMES
+def test_seat_slice_limits():
+    text = render_role_template('workshop_users', 'seat-slice.conf.j2', {'item': 'user01'})
+    lines = [line for line in text.splitlines() if line and not line.startswith('#')]
+    assert lines == ['[Slice]', 'MemoryMax=1G', 'TasksMax=256', 'CPUWeight=20']
+    unlimited = render_role_template('workshop_users', 'seat-slice.conf.j2', {
+        'item': 'user01', 'workshop_users_seat_memory_max': '', 'workshop_users_seat_tasks_max': '',
+        'workshop_users_seat_cpu_weight': ''})
+    assert [line for line in unlimited.splitlines() if line and not line.startswith('#')] == ['[Slice]']
+
+
+def test_lab_reset_clears_every_kind_by_default():
+    assert role_defaults('lab_reset')['lab_reset_kinds'] == []
 
 
 def test_every_role_variable_is_declared_in_the_argument_specs():

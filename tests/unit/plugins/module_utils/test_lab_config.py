@@ -135,12 +135,108 @@ def test_no_groups_at_all():
     assert any(error.startswith("groups['control_plane']: ") for error in errors)
 
 
-def test_several_control_plane_hosts_warn_only_the_first_is_initialised():
+def test_several_control_plane_hosts_are_refused_until_ha_exists():
     groups = dict(GOOD['groups'], control_plane=['cp1', 'cp2'])
-    warnings = warnings_of(groups=groups, hosts=HOSTS + ['cp2'])
-    assert len(warnings) == 1
-    assert warnings[0].startswith("groups['control_plane']: ")
-    assert 'only the first, cp1, is initialised' in warnings[0]
+    error = only_error("groups['control_plane']", groups=groups, hosts=HOSTS + ['cp2'])
+    assert '2 hosts (cp1, cp2); the lab builds one control plane node (no HA)' in error
+
+
+def test_no_control_plane_is_a_warning_with_an_existing_cluster():
+    groups = dict(GOOD['groups'], control_plane=[])
+    warnings = warnings_of(groups=groups, kubeconfig='/tmp/admin.conf')
+    assert any(warning.startswith("groups['control_plane']: the inventory has no control_plane host")
+               for warning in warnings)
+
+
+# ---------------------------------------------------------------- networks and versions
+
+@pytest.mark.parametrize('changes, field, shown', [
+    ({'pod_subnet': '10.244.0.0'}, 'dralab_pod_subnet', "'10.244.0.0' is not a network in CIDR notation"),
+    ({'pod_subnet': 10}, 'dralab_pod_subnet', '10 is not a network in CIDR notation'),
+    ({'service_subnet': '10.96.0.1/12'}, 'dralab_service_subnet', 'has host bits set'),
+    ({'pod_subnet': '10.96.0.0/16'}, 'dralab_service_subnet', '10.96.0.0/12 overlaps dralab_pod_subnet 10.96.0.0/16'),
+    ({'service_subnet': '10.0.0.0/8'}, 'dralab_service_subnet', 'overlaps dralab_pod_subnet 10.244.0.0/16'),
+])
+def test_bad_networks(changes, field, shown):
+    assert shown in only_error(field, **changes)
+
+
+def test_network_holding_a_node_address():
+    result = config(pod_subnet='192.0.2.0/24')
+    result['node_addresses'] = {'cp1': '192.0.2.10', 'node1': 'node1.lab', 'node2': '198.51.100.7'}
+    errors, dummy = validate(result)
+    assert errors == ['dralab_pod_subnet: 192.0.2.0/24 contains node address cp1 (192.0.2.10); '
+                      'pick a network the nodes are not on']
+
+
+@pytest.mark.parametrize('name, value, shown', [
+    ('dra_driver_chart_version', 'v0.4', "'v0.4' is not a semantic version like 1.2.3 (major.minor.patch, no leading"),
+    ('dra_driver_chart_version', 'v0.4.0', "'v0.4.0' must be given without the leading \"v\" ('0.4.0')"),
+    ('dra_driver_chart_version', '0.4', "'0.4' is not a semantic version like 1.2.3"),
+    ('dra_driver_chart_version', 0.4, '0.4 is not a version string'),
+    ('dra_driver_helm_version', '3.20', "'3.20' is not a semantic version like 1.2.3"),
+    ('dra_driver_image_tag', 'latest', "'latest' is not a semantic version like v1.2.3"),
+])
+def test_bad_role_versions(name, value, shown):
+    result = config()
+    result['role_versions'] = {name: value}
+    errors, dummy = validate(result)
+    assert errors == ['%s: %s' % (name, errors[0].split(': ', 1)[1])] and shown in errors[0], errors
+
+
+def test_good_role_versions():
+    result = config()
+    result['role_versions'] = {'dra_driver_chart_version': '0.4.0', 'dra_driver_image_tag': 'v0.4.0',
+                               'dra_driver_helm_version': '3.20.2'}
+    assert validate(result) == ([], [])
+
+
+def test_cel_selectors_go_through_the_compile_hook():
+    seen = []
+
+    def compile_problem(expression):
+        seen.append(expression)
+        return 'Syntax error: mismatched input' if expression.endswith('>=') else None
+
+    result = config(device_classes=[{'name': 'gpu-big', 'selectors': ["device.driver == 'gpu.example.com' >="]}])
+    errors, dummy = validate(result, compile_problem=compile_problem)
+    assert errors == ["dralab_device_classes[0] (gpu-big).selectors[0] does not compile: "
+                      "Syntax error: mismatched input"]
+    assert seen == ["device.driver == 'gpu.example.com' >="]
+    assert validate(config(), compile_problem=compile_problem)[0] == []
+
+
+# ---------------------------------------------------------------- one value per lab
+
+def test_a_setting_set_on_one_group_only_is_refused():
+    settings, errors, warnings = lab_config.resolve_hosts({
+        'localhost': {}, 'cp1': {'dralab_seats': 3}, 'worker1': {},
+    })
+    assert errors == ['dralab_seats: differs between the hosts of the lab: 3 on cp1; 72 on localhost, worker1; '
+                      'set it once for the whole lab (group_vars/all.yml, or -e)']
+    assert 'dralab_seats' not in settings and warnings == []
+
+
+def test_the_default_written_out_is_the_same_value():
+    settings, errors, dummy = lab_config.resolve_hosts({'localhost': {}, 'cp1': {'dralab_seats': 72}})
+    assert errors == [] and settings == {'dralab_seats': 72}
+
+
+def test_a_derived_setting_set_on_one_host_only_is_refused():
+    dummy, errors, dummy = lab_config.resolve_hosts({'localhost': {}, 'cp1': {'dralab_login_hosts': ['cp1']}})
+    assert errors and errors[0].startswith('dralab_login_hosts: differs between the hosts of the lab: ["cp1"] on cp1; '
+                                           'not set on localhost')
+
+
+def test_unknown_settings_are_warned_with_the_closest_name():
+    settings, errors, warnings = lab_config.resolve_hosts({
+        'localhost': {'dralab_seat': 30, 'dralab_whatever_else': 1}, 'cp1': {'dralab_seat': 30},
+    })
+    assert errors == [] and settings == {}
+    assert warnings == [
+        'dralab_seat is not a lab setting and is ignored (did you mean dralab_seats?) (set for cp1, localhost)',
+        'dralab_whatever_else is not a lab setting and is ignored (set for localhost)',
+    ]
 
 
 # ---------------------------------------------------------------- seats
@@ -562,3 +658,12 @@ def test_parse_feature_gates_last_setting_wins():
     gates, problems = lab_config.parse_feature_gates(['A', 'B=false', {'A': False}, 'B=TRUE'])
     assert problems == []
     assert gates == {'A': False, 'B': True}
+
+
+@pytest.mark.parametrize('changes, field, shown', [
+    ({'lease_default': 'soon'}, 'dralab_lease_default', "'soon' is not a duration"),
+    ({'lease_max': '1x'}, 'dralab_lease_max', "'1x' is not a duration"),
+    ({'lease_default': '9h'}, 'dralab_lease_default', "'9h' is longer than dralab_lease_max '8h'"),
+])
+def test_bad_leases(changes, field, shown):
+    assert shown in only_error(field, **changes)

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Seat cleanup against a fake API: only labelled namespaces, bulk deletes, no change on a clean lab, waiting."""
+"""Seat cleanup against a fake API: seat namespaces by their labels, every discovered kind, the baseline kept by
+name, bulk deletes, no change on a clean lab, finalizers, per-seat resets, waiting."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ import pytest
 from ansible_collections.dralab.workshop.plugins.module_utils import seat_cleanup as sc
 
 from seat_fakes import OURS, FakeCleanupApi as FakeApi, lab, ns, obj
+
+
+def test_discovery_finds_namespaced_deletable_kinds_in_deletion_order():
+    kinds = [kind.name for kind in sc.discovered_kinds(lab())]
+    assert kinds[:10] == list(sc.FIRST_KINDS)
+    assert kinds[10:] == ['configmaps', 'resourcequotas', 'rolebindings', 'secrets', 'serviceaccounts', 'services']
+    # Events (core and events.k8s.io), subresources, create-only and cluster-scoped kinds are left out.
 
 
 def test_only_labelled_namespaces_are_cleaned_in_bulk_and_in_order():
@@ -40,13 +48,55 @@ def test_only_labelled_namespaces_are_cleaned_in_bulk_and_in_order():
     assert [c[2].get('continue') for c in pod_lists] == [None, '2', '4']
 
 
+def seat_made(api):
+    """What a seat makes besides workloads, unlabelled or relabelled, next to the instructor's baseline."""
+    api.items.update({
+        'services': [obj('user01', 'trap')],
+        'configmaps': [obj('user01', 'kube-root-ca.crt'), obj('user01', 'notes')],
+        'secrets': [obj('user01', 'dralab-seat-token'), obj('user01', 'stolen')],
+        'serviceaccounts': [obj('user01', 'user01'), obj('user01', 'default'), obj('user01', 'backdoor')],
+        'rolebindings': [obj('user01', 'dralab-seat-edit')],
+        'resourcequotas': [obj('user01', 'dralab-seat-quota')],
+    })
+    return api
+
+
+def test_everything_the_seat_made_goes_and_the_baseline_stays_whatever_the_labels():
+    api = seat_made(lab())
+    result = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01'], wait=True)
+    assert result['deleted'] == {
+        'deployments': ['user01/web'], 'replicasets': ['user01/web-1'], 'pods': ['user01/web-1-a', 'user01/web-1-b'],
+        'configmaps': ['user01/notes'], 'secrets': ['user01/stolen'], 'serviceaccounts': ['user01/backdoor'],
+        'services': ['user01/trap']}
+    assert result['credentials_deleted'] == []
+    left = {kind: sorted(i['metadata']['name'] for i in items if i['metadata']['namespace'] == 'user01')
+            for kind, items in api.items.items()}
+    assert left['secrets'] == ['dralab-seat-token'] and left['serviceaccounts'] == ['default', 'user01']
+    assert left['configmaps'] == ['kube-root-ca.crt'] and left['rolebindings'] == ['dralab-seat-edit']
+    assert left['resourcequotas'] == ['dralab-seat-quota'] and left['services'] == []
+    # The baseline is kept by a field selector on its names, not by labels.
+    secret_delete = [c for c in api.calls if c[0] == 'DELETE' and c[1].endswith('/secrets')]
+    assert secret_delete[0][2] == {'fieldSelector': 'metadata.name!=dralab-seat-token'}
+
+
+def test_rotation_deletes_every_service_account_and_secret_labels_or_not():
+    api = seat_made(lab())
+    result = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01'], wait=True, rotate_credentials=True)
+    assert result['credentials_deleted'] == ['secrets user01/dralab-seat-token', 'serviceaccounts user01/default',
+                                             'serviceaccounts user01/user01']
+    assert result['deleted']['serviceaccounts'] == ['user01/backdoor']
+    assert not [i for i in api.items['serviceaccounts'] + api.items['secrets'] if i['metadata']['namespace'] == 'user01']
+    assert [i['metadata']['name'] for i in api.items['rolebindings']] == ['dralab-seat-edit']
+
+
 def test_clean_lab_reports_no_change():
-    api = lab()
+    api = seat_made(lab())
     cleaner = sc.SeatCleaner(api, sleep=lambda s: None)
     cleaner.run(wait=True)
+    deletes = len(api.deletes())
     again = cleaner.run(wait=True)
     assert again['changed'] is False and again['deleted'] == {} and again['deleted_count'] == 0
-    assert api.deletes()[-1][0] == '/apis/resource.k8s.io/v1/namespaces/user02/resourceclaims'  # from the first run
+    assert len(api.deletes()) == deletes
 
 
 def test_check_mode_lists_without_deleting():
@@ -70,11 +120,23 @@ def test_wait_polls_until_gone():
     api.deletions_take = 2
     sleeps = []
     result = sc.SeatCleaner(api, sleep=sleeps.append, clock=lambda: 0).run(wait=True, wait_timeout=60)
-    assert result['remaining'] == []
+    assert result['remaining'] == [] and result['failed_seats'] == []
     assert sleeps and all(s == 2 for s in sleeps)
 
 
-def test_wait_times_out_naming_what_is_left():
+def test_a_seats_finalizer_is_removed_after_the_grace():
+    api = lab()
+    api.items['pods'][2]['metadata']['finalizers'] = ['example.com/never']
+    ticks = iter(range(0, 1000, 5))
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: next(ticks)).run(
+        wait=True, wait_timeout=120, finalizer_grace=10)
+    assert result['finalizers_removed'] == ['pods user02/solo: example.com/never']
+    assert result['remaining'] == [] and not [p for p in api.items['pods'] if p['metadata']['namespace'] == 'user02']
+    put = [c for c in api.calls if c[0] == 'PUT']
+    assert put[0][1] == '/api/v1/namespaces/user02/pods/solo' and put[0][3]['metadata']['finalizers'] == []
+
+
+def test_wait_times_out_naming_what_is_left_and_its_seats():
     api = lab()
     api.deletions_take = 10 ** 6
     api.items['resourceclaims'][0]['status'] = {
@@ -84,43 +146,41 @@ def test_wait_times_out_naming_what_is_left():
     api.items['pods'][2]['status'] = {'phase': 'Running'}
     ticks = iter(range(0, 1000, 10))
     cleaner = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: next(ticks))
-    with pytest.raises(sc.SeatCleanupTimeout) as exc:
-        cleaner.run(wait=True, wait_timeout=30)
-    message = str(exc.value)
-    assert message.startswith('7 object(s) are still present in the seat namespaces after waiting: ')
-    assert 'pod user02/solo (terminating since now) phase Running on node node-1' in message
-    assert 'resourceclaim user02/gpu (terminating since now) allocated node-1/gpu-3 reserved for pods solo' in message
-    assert exc.value.result['deleted_count'] == 7
+    result = cleaner.run(wait=True, wait_timeout=30)
+    assert result['failed_seats'] == ['user01', 'user02', 'user03']
+    message = result['remaining_message']
+    assert message.startswith('7 object(s) are still present in the seat namespace(s) user01, user02, user03 after '
+                              'waiting: ')
+    assert 'pods user02/solo (terminating since now) phase Running on node node-1' in message
+    assert 'resourceclaims user02/gpu (terminating since now) allocated node-1/gpu-3 reserved for pods solo' in message
+    assert result['deleted_count'] == 7
 
 
-def test_restricting_to_named_namespaces_still_requires_the_labels():
+def test_a_per_seat_reset_touches_only_that_seat():
     api = lab()
-    result = sc.SeatCleaner(api).run(only=['user02', 'user99'], wait=False)
+    result = sc.SeatCleaner(api).run(only=['user02'], wait=False)
     assert result['namespaces'] == ['user02']
     assert result['deleted'] == {'pods': ['user02/solo'], 'resourceclaims': ['user02/gpu']}
+    assert all('/namespaces/user02/' in call[0] for call in api.deletes())
 
 
-def test_rotate_credentials_deletes_our_secret_and_service_account_only():
+def test_an_unknown_seat_is_refused_before_any_change():
     api = lab()
-    api.objects = {
-        '/api/v1/namespaces/user01/secrets/dralab-seat-token': {'metadata': {'name': 'dralab-seat-token', 'labels': OURS}},
-        '/api/v1/namespaces/user01/serviceaccounts/user01': {'metadata': {'name': 'user01', 'labels': OURS}},
-        '/api/v1/namespaces/user02/serviceaccounts/user02': {'metadata': {'name': 'user02', 'labels': {}}},
-    }
-    result = sc.SeatCleaner(api).run(kinds=['pods'], wait=False, rotate_credentials=True)
-    assert result['credentials_deleted'] == ['Secret user01/dralab-seat-token', 'ServiceAccount user01/user01']
-    assert '/api/v1/namespaces/user02/serviceaccounts/user02' in api.objects
-    assert '/api/v1/namespaces/user01/serviceaccounts/user01' not in api.objects
+    with pytest.raises(ValueError, match=r'seats: user100, user99 have no seat namespace \(seats: user01, user02, '
+                                         r'user03\)'):
+        sc.SeatCleaner(api).run(only=['user02', 'user99', 'user100'], wait=False)
+    assert api.deletes() == []
 
 
 def test_unknown_kind_is_refused():
-    with pytest.raises(ValueError, match='unknown kinds services'):
-        sc.ordered_kinds(['pods', 'services'])
-    assert sc.ordered_kinds(['resourceclaims', 'pods', 'deployments']) == ['deployments', 'pods', 'resourceclaims']
+    with pytest.raises(ValueError, match='kinds: the API server serves no namespaced kind gadgets'):
+        sc.SeatCleaner(lab()).run(kinds=['pods', 'gadgets'])
 
 
 def test_no_seat_namespaces_means_nothing_to_do():
     api = FakeApi([ns('user01', {})], {'pods': [obj('user01', 'x')]})
     result = sc.SeatCleaner(api).run()
     assert result == {'namespaces': [], 'deleted': {}, 'deleted_count': 0, 'terminating': {},
-                      'credentials_deleted': [], 'changed': False, 'remaining': []}
+                      'credentials_deleted': [], 'finalizers_removed': [], 'changed': False, 'remaining': [],
+                      'failed_seats': [], 'remaining_message': ''}
+    assert OURS  # the fixture's labels are what makes a namespace a seat

@@ -28,8 +28,8 @@ def test_72_seats_build_one_object_list_with_the_expected_counts():
     objects = seat_model.build_seat_objects(seats, CLASSES)
     kinds = collections.Counter(obj['kind'] for obj in objects)
     assert kinds == {'Namespace': 72, 'ServiceAccount': 72, 'Secret': 72, 'RoleBinding': 72, 'ResourceQuota': 72,
-                     'ClusterRole': 1, 'ClusterRoleBinding': 1}
-    assert len(objects) == 72 * 5 + 2
+                     'LimitRange': 72, 'ClusterRole': 1, 'ClusterRoleBinding': 1}
+    assert len(objects) == 72 * 6 + 2
     # Namespaces first, so every namespaced object that follows has its namespace.
     assert [obj['kind'] for obj in objects[:72]] == ['Namespace'] * 72
     names = [obj['metadata']['name'] for obj in objects[:72]]
@@ -96,7 +96,7 @@ def test_token_secret_is_opaque_and_empty():
 
 
 def test_quota_has_one_devices_key_per_class_and_the_claim_count():
-    hard = seat_model.quota_hard(CLASSES, devices_per_seat=1, claims_per_seat=3)
+    hard = seat_model.quota_hard(CLASSES, devices_per_seat=1, gpus_per_seat=3)
     assert hard == {
         'gpu.example.com.deviceclass.resource.k8s.io/devices': '1',
         'gpu-40gi.example.com.deviceclass.resource.k8s.io/devices': '1',
@@ -106,21 +106,22 @@ def test_quota_has_one_devices_key_per_class_and_the_claim_count():
 
 def test_quota_per_class_overrides_and_extra_keys():
     hard = seat_model.quota_hard(CLASSES, devices_per_seat=2, devices_per_class={'gpu-40gi.example.com': 0},
-                                 claims_per_seat=4, extra={'pods': 10, 'requests.cpu': '2'})
+                                 gpus_per_seat=4, extra={'pods': 10, 'requests.cpu': '2'})
     assert hard['gpu.example.com.deviceclass.resource.k8s.io/devices'] == '2'
     assert hard['gpu-40gi.example.com.deviceclass.resource.k8s.io/devices'] == '0'
     assert hard['pods'] == '10' and hard['requests.cpu'] == '2'
 
 
 def test_quota_without_classes_only_counts_claims():
-    assert seat_model.quota_hard([], claims_per_seat=2) == {'count/resourceclaims.resource.k8s.io': '2'}
+    assert seat_model.quota_hard([], gpus_per_seat=2) == {'count/resourceclaims.resource.k8s.io': '2'}
 
 
 @pytest.mark.parametrize('kwargs, message', [
     ({'devices_per_class': {'tpu.example.com': 1}}, 'devices_per_class names DeviceClasses that get no quota: tpu.example.com'),
     ({'devices_per_seat': -1}, 'devices_per_seat must be a whole number of 0 or more'),
     ({'devices_per_seat': 'two'}, 'devices_per_seat must be a whole number'),
-    ({'claims_per_seat': True}, 'claims_per_seat must be a whole number'),
+    ({'gpus_per_seat': True}, 'gpus_per_seat must be a whole number'),
+    ({'compute': {'pods': '10'}, 'extra': {'pods': 5}}, 'quota_extra may not redefine pods'),
     ({'extra': {'count/resourceclaims.resource.k8s.io': 5}}, 'quota_extra may not redefine count/resourceclaims'),
     ({'extra': {'pods': ''}}, 'quota_extra[pods] must be a quantity'),
 ])
@@ -180,3 +181,28 @@ def test_seat_of_and_is_managed():
     assert seat_model.is_managed(ours) and seat_model.seat_of(ours) == 'user01'
     assert seat_model.seat_of(namespace('user01', {'dralab.workshop/seat': 'user01'})) is None
     assert not seat_model.is_managed({})
+
+
+def test_compute_quota_sets_requests_and_limits_and_skips_empty_values():
+    assert seat_model.compute_hard(pods=10, cpu='4', memory='8Gi') == {
+        'pods': '10', 'requests.cpu': '4', 'limits.cpu': '4', 'requests.memory': '8Gi', 'limits.memory': '8Gi'}
+    assert seat_model.compute_hard(pods='', cpu=None, memory='2Gi') == {'requests.memory': '2Gi', 'limits.memory': '2Gi'}
+
+
+def test_limit_range_gives_containers_defaults():
+    limit_range = seat_model.limit_range_object('user03', {'cpu': '500m', 'memory': '512Mi'}, {'cpu': '100m'})
+    assert limit_range['metadata'] == {'name': 'dralab-seat-limits', 'namespace': 'user03',
+                                       'labels': seat_model.managed_labels('user03')}
+    assert limit_range['spec']['limits'] == [{'type': 'Container', 'default': {'cpu': '500m', 'memory': '512Mi'},
+                                              'defaultRequest': {'cpu': '100m'}}]
+    with pytest.raises(ValueError, match='container default may only set cpu and memory, not gpu'):
+        seat_model.limit_range_object('user03', {'gpu': '1'})
+
+
+def test_baseline_names_keep_credentials_unless_rotating():
+    kept = seat_model.baseline_names('user07')
+    assert kept['serviceaccounts'] == {'user07', 'default'} and kept['secrets'] == {'dralab-seat-token'}
+    assert kept['resourcequotas'] == {'dralab-seat-quota'} and kept['limitranges'] == {'dralab-seat-limits'}
+    rotating = seat_model.baseline_names('user07', with_credentials=False)
+    assert 'serviceaccounts' not in rotating and 'secrets' not in rotating
+    assert rotating['rolebindings'] == {'dralab-seat-edit', 'dralab-lease-reaper'}

@@ -185,7 +185,7 @@ def test_api_error_fails_with_its_message(capsys):
 def test_invalid_stale_claim_age(capsys):
     code, result = run({'stale_claim_age': 'soon'}, FakeClient('healthy'), capsys)
     assert code == 1
-    assert result['msg'].startswith('Invalid stale_claim_age: cannot read duration')
+    assert result['msg'].startswith("Invalid stale_claim_age: 'soon' is not a duration")
 
 
 def test_negative_device_count(capsys):
@@ -212,3 +212,20 @@ def test_message_lists_at_most_ten_errors():
     assert 'ResourceClaim u/c9: reason 9' in message
     assert 'u/c10' not in message
     assert message.endswith('... and 2 more (see problems)')
+
+
+def test_pending_claims_carry_the_explainer(capsys):
+    _code, result = run({'fail_on_unhealthy': False}, FakeClient('broken'), capsys)
+    pending = dict(((p['namespace'], p['name']), p) for p in result['problems'] if p['type'] == 'claim_pending')
+    assert len(pending) == 4
+    # Every pending problem keeps the scheduler's text and adds the explainer's code and sentence.
+    huge = pending[('user19', 'huge-claim')]
+    assert huge['explain_reason'] == 'no_such_class'
+    assert huge['allocatable_now'] is False
+    assert huge['reason'].endswith('Explainer (no_such_class): ' + huge['explain_sentence'])
+    assert 'gpu-huge.example.com, which does not exist' in huge['explain_sentence']
+    for key, problem in pending.items():
+        assert problem['explain_reason'] and problem['explain_sentence'] in problem['reason'], key
+    rows = dict(((c['namespace'], c['name']), c) for c in result['claims'])
+    assert rows[('user19', 'huge-claim')]['explain_reason'] == 'no_such_class'
+    assert all(row['explain_reason'] is None for row in rows.values() if row['state'] != 'pending')

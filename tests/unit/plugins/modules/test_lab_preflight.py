@@ -30,7 +30,24 @@ def test_every_lab_option_maps_to_a_dralab_variable():
     assert config['dralab_seats'] == 'seats'
     assert config['dralab_allow_unsupported_kubernetes_version'] == 'allow_unsupported_kubernetes_version'
     assert config['groups'] == GROUPS and config['hosts'] == ['cp1']
-    assert set(lab_preflight.argspec()) == set(lab_preflight.LAB_OPTIONS) | {'groups', 'hosts'}
+    assert set(lab_preflight.argspec()) == set(lab_preflight.LAB_OPTIONS) | {
+        'groups', 'hosts', 'host_settings', 'node_addresses', 'role_versions'}
+
+
+def test_host_settings_are_resolved_and_returned(capsys):
+    code, result = run(capsys, groups=GROUPS, hosts=GROUPS['all'],
+                       host_settings={'localhost': {'dralab_seats': 2}, 'cp1': {'dralab_seats': 2}})
+    assert code == 0
+    assert result['settings'] == {'dralab_seats': 2}
+    assert result['seat_names'] == ['user01', 'user02']
+
+
+def test_host_settings_that_differ_fail(capsys):
+    code, result = run(capsys, groups=GROUPS, hosts=GROUPS['all'],
+                       host_settings={'localhost': {}, 'cp1': {'dralab_seats': 2}})
+    assert code == 1
+    assert result['errors'] == ['dralab_seats: differs between the hosts of the lab: 2 on cp1; 72 on localhost; '
+                                'set it once for the whole lab (group_vars/all.yml, or -e)']
 
 
 def test_good_config_succeeds_unchanged(capsys):
@@ -63,9 +80,8 @@ def test_all_errors_are_listed(capsys):
 def test_warnings_are_emitted(capsys, monkeypatch):
     emitted = []
     monkeypatch.setattr(lab_preflight.AnsibleModule, 'warn', lambda self, warning: emitted.append(warning))
-    groups = dict(GROUPS, control_plane=['cp1', 'cp2'], all=['cp1', 'cp2', 'node1'])
-    code, result = run(capsys, groups=groups)
+    code, result = run(capsys, groups=GROUPS, login_hosts=[])
     assert code == 0
     assert len(result['lab_warnings']) == 1
-    assert result['lab_warnings'][0].startswith("groups['control_plane']: 2 hosts")
+    assert result['lab_warnings'][0].startswith('dralab_login_hosts: no login hosts')
     assert emitted == result['lab_warnings']

@@ -50,11 +50,16 @@ def test_seat_objects_for_72_seats(capsys):
                                       'existing_namespaces': []}, capsys)
     assert code == 0 and result['changed'] is False
     assert result['counts'] == {'Namespace': 72, 'ServiceAccount': 72, 'Secret': 72, 'RoleBinding': 72,
-                                'ResourceQuota': 72, 'ClusterRole': 1, 'ClusterRoleBinding': 1}
-    assert len(result['objects']) == 362
+                                'ResourceQuota': 72, 'LimitRange': 72, 'ClusterRole': 1, 'ClusterRoleBinding': 1,
+                                'ValidatingAdmissionPolicy': 5, 'ValidatingAdmissionPolicyBinding': 5}
+    assert len(result['objects']) == 72 * 6 + 2 + 10
+    # Policies first, then the namespaces.
+    assert [o['kind'] for o in result['objects'][:10]] == ['ValidatingAdmissionPolicy'] * 5 + [
+        'ValidatingAdmissionPolicyBinding'] * 5
+    assert result['objects'][10]['kind'] == 'Namespace'
     assert result['quota'] == {'gpu.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'gpu-40gi.example.com.deviceclass.resource.k8s.io/devices': '1',
-                               'count/resourceclaims.resource.k8s.io': '2'}
+                               'count/resourceclaims.resource.k8s.io': '1'}
     assert result['admin_access_patches'] == [] and result['stale_namespaces'] == []
 
 

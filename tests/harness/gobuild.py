@@ -30,11 +30,11 @@ release builds do, so --version prints the upstream version (the DRA example
 driver has no --version).
 
 Examples:
-    python tests/harness/build.py                  # every integration component
-    python tests/harness/build.py etcd kubectl     # just these
-    python tests/harness/build.py --print-path kube-apiserver
-    python tests/harness/build.py --set containerd_crictl_version=1.34.0 crictl
-    nice -n 10 python tests/harness/build.py --go /path/to/go
+    python tests/harness/gobuild.py                  # every integration component
+    python tests/harness/gobuild.py etcd kubectl     # just these
+    python tests/harness/gobuild.py --print-path kube-apiserver
+    python tests/harness/gobuild.py --set containerd_crictl_version=1.34.0 crictl
+    nice -n 10 python tests/harness/gobuild.py --go /path/to/go
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ COMPONENTS = [
 BY_NAME = {c.name: c for c in COMPONENTS}
 
 # Groups whose version a role default names: the role is the only place the
-# version is written; build.py reads it there and adds the `require` line to the
+# version is written; gobuild.py reads it there and adds the `require` line to the
 # wrapper go.mod (which lists only the `tool`s). Values are
 # (module, role, variable); the role variable holds the version without the v.
 ROLE_VERSIONS = {
@@ -138,7 +138,7 @@ ROLE_VERSIONS = {
 }
 
 # Upstream source that cannot be built as published because one of its imports
-# needs a module the Go module proxy does not serve: build.py copies the module
+# needs a module the Go module proxy does not serve: gobuild.py copies the module
 # into the cache workdir (./src, used through a `replace`), drops those imports
 # from the named file, and builds the copy. Nothing of it is kept in the
 # repository. group -> (file in the module, [import paths]).
@@ -398,7 +398,7 @@ def build(comp: Component, go: str, force: bool = False) -> Path:
     target = binary_path(comp)
     folder = target if comp.bundle else target.parent
     folder.mkdir(parents=True, exist_ok=True)
-    with group_lock(comp.group):  # another build.py may be building the same module
+    with group_lock(comp.group):  # another gobuild.py may be building the same module
         if is_complete(comp) and not force:
             log(f"{comp.name} {component_version(comp)}: cached at {target}")
             return target

@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one definition of every lab-wide dralab_* setting.
+
+Each setting has its name, type, default, bounds or choices and description
+here and nowhere else. lab_config validates against it (the preflight), and
+tests/unit/test_settings_registry.py fails when a role default's fallback
+(``"{{ dralab_seats | default(72) }}"``), an argument spec's description, a
+sample inventory's group_vars or the tables of README.md and
+docs/conventions.md say something else.
+
+Settings whose default is derived from the inventory or the controller (the
+login group, the instructor's home) have ``default=None`` and say how it is
+derived in ``fallback`` (the Jinja expression the roles use) and
+``doc_default`` (the text of the documentation tables).
+
+This module imports only values.py (docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from ansible_collections.dralab.workshop.plugins.module_utils.values import show
+
+PREFIX = 'dralab_'
+
+# Operating system releases a lab node may run: (ansible_facts distribution,
+# distribution_major_version for Debian / distribution_version for Ubuntu).
+# The podman lab (make lab) runs Debian 12; the others are accepted because
+# the roles use only what they share with it (apt, systemd, the same
+# packages), but no test here boots them (roles' meta/main.yml lists only
+# what a test runs).
+SUPPORTED_OS_RELEASES = (('Debian', '12'), ('Debian', '13'), ('Ubuntu', '24.04'))
+TESTED_OS_RELEASES = (('Debian', '12'),)
+
+# The default DeviceClass menu (role device_classes).
+DEFAULT_DEVICE_CLASSES = [
+    {'name': 'gpu.example.com',
+     'description': 'Any emulated GPU of the example driver.',
+     'selectors': ["device.driver == 'gpu.example.com'"]},
+    {'name': 'gpu-40gi.example.com',
+     'description': 'An emulated GPU with at least 40Gi of memory.',
+     'selectors': ["device.driver == 'gpu.example.com' && "
+                   "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"]},
+]
+
+
+class Setting:
+    """One lab-wide setting.
+
+    kind: str, bool, int, list, network, duration, semver, url, host_port
+    (a str with a format) or menu (the DeviceClass menu).
+    bounds: (minimum, maximum) of an int.
+    fallback: the Jinja expression role defaults give after default(...),
+    only for derived defaults (default None); literal defaults are written
+    as their Jinja literal (see jinja_literal()).
+    doc_default: the default as the documentation tables show it.
+    spec_default: how argument specs end "Defaults to C(name), else ...".
+    role_fallbacks / role_spec_defaults: role variables that read the setting
+    but deliberately fall back to something else, with the reason beside them.
+    """
+
+    def __init__(self, name, kind, default, description, bounds=None, fallback=None, doc_default=None,
+                 spec_default=None, role_fallbacks=None, role_spec_defaults=None):
+        self.name = name
+        self.kind = kind
+        self.default = default
+        self.description = description
+        self.bounds = bounds
+        self.fallback = fallback if fallback is not None else jinja_literal(default)
+        self.doc_default = doc_default if doc_default is not None else markdown_literal(default)
+        self.spec_default = spec_default if spec_default is not None else spec_literal(default)
+        # Role variables that deliberately fall back to something else: variable -> Jinja text.
+        self.role_fallbacks = role_fallbacks or {}
+        self.role_spec_defaults = role_spec_defaults or {}
+
+    def __repr__(self):
+        return 'Setting(%s)' % self.name
+
+
+def jinja_literal(value):
+    """value written as a Jinja literal, as role defaults write fallbacks: 'user', 72, false, []."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, str):
+        return repr(value)
+    if value is None:
+        return 'none'
+    return show(value)
+
+
+def markdown_literal(value):
+    if isinstance(value, str):
+        return '"%s"' % value
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    return show(value)
+
+
+def spec_literal(value):
+    if value == '':
+        return 'empty'
+    if value == []:
+        return 'none'
+    if isinstance(value, bool):
+        return 'V(%s)' % ('true' if value else 'false')
+    if isinstance(value, int):
+        return str(value)
+    return 'V(%s)' % value
+
+
+SETTINGS = (
+    Setting('dralab_kubernetes_version', 'semver', '1.35.4',
+            'Kubernetes version (no leading v); 1.35.x unless dralab_allow_unsupported_kubernetes_version'),
+    Setting('dralab_allow_unsupported_kubernetes_version', 'bool', False,
+            'allow a Kubernetes version outside 1.35.x'),
+    Setting('dralab_download_mirror', 'url', '',
+            'base URL of a files mirror laid out like the upstream URLs (host/path); empty = upstream'),
+    Setting('dralab_registry_mirror', 'host_port', '',
+            'host:port of an OCI registry mirroring registry.k8s.io, docker.io, ghcr.io, quay.io (plain HTTP); '
+            'empty = upstream'),
+    Setting('dralab_feature_gates', 'list', [],
+            'extra Kubernetes feature gate names to enable on every component'),
+    Setting('dralab_pod_subnet', 'network', '10.244.0.0/16',
+            'pod network of the CNI, kubeadm podSubnet'),
+    Setting('dralab_service_subnet', 'network', '10.96.0.0/12',
+            'Service network, kubeadm serviceSubnet; must not overlap the pod network or a node address'),
+    Setting('dralab_cgroup_v1', 'bool', False,
+            'allow cgroup v1 hosts (failCgroupV1 false + SystemVerification preflight ignore)'),
+    Setting('dralab_devices_per_node', 'int', 8, 'emulated GPUs per node', bounds=(1, 128)),
+    Setting('dralab_gpus_per_seat', 'int', 1,
+            'GPUs a seat may hold at a time, whatever the DeviceClasses (admission policy + quota)', bounds=(0, 128)),
+    # Far above any workshop; stops a typo from generating millions of accounts.
+    Setting('dralab_seats', 'int', 72, 'number of workshop seats', bounds=(0, 10000)),
+    Setting('dralab_seat_prefix', 'str', 'user', 'seat names are the prefix plus a number: user01..user72'),
+    Setting('dralab_seat_width', 'int', 2, 'digits of the seat numbers (at least)', bounds=(1, 10)),
+    Setting('dralab_seat_names', 'list', None,
+            'explicit list of seat names overriding prefix/width/count',
+            fallback='workshop_users_seats | dralab.workshop.seat_names(workshop_users_seat_prefix, '
+                     'workshop_users_seat_width)',
+            doc_default='(derived)', spec_default='the names made from the count, prefix and width'),
+    Setting('dralab_event_duration', 'duration', '8h', 'lifetime of seat tokens (at least 10m)'),
+    Setting('dralab_lease_default', 'duration', '2h', 'GPU lease of `can-has-gpu reserve` without `--for`'),
+    Setting('dralab_lease_max', 'duration', '8h', 'longest lease of any seat claim (dralab-lease-reaper releases it then)'),
+    Setting('dralab_device_classes', 'menu', DEFAULT_DEVICE_CLASSES,
+            'DeviceClass menu: name, description, CEL selectors (see role device_classes)',
+            doc_default='(menu)', spec_default='two classes',
+            # Reads only the names for the quota; with no menu, the DeviceClasses found in the cluster are used.
+            # participant_tool reads only the first class's name, which is the same.
+            role_fallbacks={'workshop_users_device_classes': '[]',
+                            'participant_tool_default_class': "[{'name': 'gpu.example.com'}]"},
+            role_spec_defaults={'workshop_users_device_classes': 'none'}),
+    Setting('dralab_login_hosts', 'list', None, 'hosts where seats get Linux accounts',
+            fallback="groups['login'] | default([])", doc_default="groups['login']",
+            spec_default='the hosts of the inventory group C(login)'),
+    Setting('dralab_kubeconfig', 'str', None, 'admin kubeconfig on the controller',
+            fallback="lookup('env', 'HOME') ~ '/.dralab/admin.conf'", doc_default='~/.dralab/admin.conf',
+            spec_default='C(~/.dralab/admin.conf)'),
+    Setting('dralab_artifacts_dir', 'str', None, 'controller folder for credentials and kubeconfigs (0600 files)',
+            fallback="lookup('env', 'HOME') ~ '/.dralab'", doc_default='~/.dralab',
+            spec_default='C(~/.dralab)'),
+    Setting('dralab_teardown_confirm', 'str', '',
+            "playbooks/teardown.yml runs only when this is 'yes' (else it asks)", doc_default='(asked)'),
+)
+
+BY_NAME = dict((setting.name, setting) for setting in SETTINGS)
+NAMES = tuple(setting.name for setting in SETTINGS)
+
+# Defaults of the settings that have a literal default (derived ones are None).
+DEFAULTS = dict((setting.name, setting.default) for setting in SETTINGS)
+
+
+def markdown_table():
+    """The settings table of README.md and docs/conventions.md (between the dralab-settings markers)."""
+    lines = ['| variable | default | meaning |', '|---|---|---|']
+    for setting in SETTINGS:
+        bounds = ' (%d..%d)' % setting.bounds if setting.bounds else ''
+        lines.append('| `%s` | `%s` | %s%s |' % (setting.name, setting.doc_default, setting.description, bounds))
+    return '\n'.join(lines) + '\n'
+
+
+def default(name):
+    """The default of a setting (None when derived from the inventory)."""
+    return BY_NAME[name].default
+
+
+def closest_name(name):
+    """The known setting closest to an unknown dralab_* name, or None."""
+    # Compared without the common prefix, which would make every name look alike.
+    stems = dict((known[len(PREFIX):], known) for known in NAMES)
+    stem = name[len(PREFIX):] if name.startswith(PREFIX) else name
+    close = difflib.get_close_matches(stem, list(stems), n=1, cutoff=0.75)
+    return stems[close[0]] if close else None
+
+
+def unknown_name_warning(name):
+    """'dralab_seat is not a lab setting (did you mean dralab_seats?)', or the same without a guess."""
+    guess = closest_name(name)
+    hint = ' (did you mean %s?)' % guess if guess else ''
+    return '%s is not a lab setting and is ignored%s' % (name, hint)
+
+
+def os_release_problem(distribution, version, major_version=None):
+    """Why a node's OS release is outside SUPPORTED_OS_RELEASES, or None.
+
+    Debian releases compare by major version (12.7 is 12), Ubuntu ones by
+    version (24.04).
+    """
+    for known, release in SUPPORTED_OS_RELEASES:
+        if distribution == known and release in (str(version), str(major_version)):
+            return None
+    supported = ', '.join('%s %s' % pair for pair in SUPPORTED_OS_RELEASES)
+    return '%s %s is not a supported release (supported: %s)' % (distribution, version, supported)
+
+
+# Role variables the preflight checks as well, because a bad value would
+# otherwise fail only after the cluster is built: name -> (role, leading "v"
+# allowed). They are read on the first control_plane host, where the role runs.
+ROLE_VERSIONS = {
+    'dra_driver_chart_version': ('dra_driver', False),
+    'dra_driver_helm_version': ('dra_driver', False),
+    'dra_driver_image_tag': ('dra_driver', True),
+}

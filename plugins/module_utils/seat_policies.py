@@ -1,0 +1,197 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Admission policies that hold workshop seats to the lab's rules, built as plain dicts.
+
+Each rule is a ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) with
+a binding of the same name. Both select the seat namespaces by the namespace's
+own labels, which only the instructor can change (a seat cannot edit its
+Namespace object), never by labels on objects inside the namespace.
+
+- dralab-seat-services: Services stay ClusterIP without externalIPs (no
+  NodePort, LoadBalancer, ExternalName or externalIPs: CVE-2020-8554).
+- dralab-seat-secrets: no legacy service-account-token Secrets (tokens that
+  never expire).
+- dralab-seat-claim-size, dralab-seat-claim-template-size: a ResourceClaim, or
+  the claim a ResourceClaimTemplate makes, asks for at most DEVICES_PER_CLAIM
+  device(s) (counts summed over requests; of a firstAvailable list, the
+  largest alternative), never allocationMode All. One policy per kind, so each
+  expression is checked against one schema.
+- dralab-seat-claim-count: a new ResourceClaim is refused, with a message
+  saying what the seat holds and how to free it, when the seat's quota
+  (count/resourceclaims.resource.k8s.io, the seat's GPUs) is used up. Its
+  parameter is the seat's own ResourceQuota in the request's namespace.
+
+Together with the quota on the number of claims, a seat holds at most
+gpus_per_seat devices whatever DeviceClasses it names.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+    CLAIM_COUNT_KEY,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    QUOTA_NAME,
+    SEAT_LABEL,
+    managed_labels,
+)
+
+POLICY_API_VERSION = 'admissionregistration.k8s.io/v1'
+SERVICES_POLICY = 'dralab-seat-services'
+SECRETS_POLICY = 'dralab-seat-secrets'
+CLAIM_SIZE_POLICY = 'dralab-seat-claim-size'
+TEMPLATE_SIZE_POLICY = 'dralab-seat-claim-template-size'
+CLAIM_COUNT_POLICY = 'dralab-seat-claim-count'
+POLICY_NAMES = (SERVICES_POLICY, SECRETS_POLICY, CLAIM_SIZE_POLICY, TEMPLATE_SIZE_POLICY, CLAIM_COUNT_POLICY)
+
+# Every claim holds one device at most, so the claim-count quota is the seat's device limit.
+DEVICES_PER_CLAIM = 1
+LEGACY_TOKEN_TYPE = 'kubernetes.io/service-account-token'
+
+
+def seat_namespace_selector():
+    """Label selector (LabelSelector dict) of the seat namespaces."""
+    return {
+        'matchLabels': {MANAGED_BY_LABEL: MANAGED_BY},
+        'matchExpressions': [{'key': SEAT_LABEL, 'operator': 'Exists'}],
+    }
+
+
+def _rules(group, resources, operations):
+    return [{'apiGroups': [group], 'apiVersions': ['*'], 'operations': list(operations), 'resources': list(resources)}]
+
+
+def _policy(name, description, rules, validations, variables=None, param_kind=None):
+    spec = {
+        'failurePolicy': 'Fail',
+        'matchConstraints': {'namespaceSelector': seat_namespace_selector(), 'resourceRules': rules},
+        'validations': validations,
+    }
+    if variables:
+        spec['variables'] = variables
+    if param_kind:
+        spec['paramKind'] = param_kind
+    return {
+        'apiVersion': POLICY_API_VERSION, 'kind': 'ValidatingAdmissionPolicy',
+        'metadata': {'name': name, 'labels': managed_labels(),
+                     'annotations': {'dralab.workshop/description': description}},
+        'spec': spec,
+    }
+
+
+def _binding(name, param_ref=None):
+    spec = {
+        'policyName': name,
+        'validationActions': ['Deny'],
+        'matchResources': {'namespaceSelector': seat_namespace_selector()},
+    }
+    if param_ref:
+        spec['paramRef'] = param_ref
+    return {
+        'apiVersion': POLICY_API_VERSION, 'kind': 'ValidatingAdmissionPolicyBinding',
+        'metadata': {'name': name, 'labels': managed_labels()},
+        'spec': spec,
+    }
+
+
+def services_policy():
+    return _policy(
+        SERVICES_POLICY,
+        'Workshop seats may only create ClusterIP Services without externalIPs (CVE-2020-8554).',
+        _rules('', ['services'], ['CREATE', 'UPDATE']),
+        [
+            {'expression': '!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0',
+             'reason': 'Forbidden',
+             'message': 'Services in workshop seats may not set externalIPs: they would capture traffic for those '
+                        'addresses on every node of the shared lab (CVE-2020-8554).'},
+            {'expression': "!has(object.spec.type) || object.spec.type == 'ClusterIP'",
+             'reason': 'Forbidden',
+             'messageExpression': "'Services in workshop seats must be of type ClusterIP, not ' + object.spec.type + "
+                                  "': NodePort and LoadBalancer Services open ports on the nodes of the shared lab. "
+                                  "Use kubectl port-forward to reach your pod.'"},
+        ])
+
+
+def secrets_policy():
+    return _policy(
+        SECRETS_POLICY,
+        'Workshop seats may not create legacy service-account-token Secrets (tokens without expiry).',
+        _rules('', ['secrets'], ['CREATE', 'UPDATE']),
+        [{'expression': "!has(object.type) || object.type != '%s'" % LEGACY_TOKEN_TYPE,
+          'reason': 'Forbidden',
+          'message': 'Secrets of type %s (tokens that never expire) are not allowed in workshop seats; '
+                     'use kubectl create token, whose tokens expire with the event.' % LEGACY_TOKEN_TYPE}])
+
+
+def _claim_variables(spec):
+    """CEL variables over a ResourceClaimSpec (the expression spec): its requests, All, the device count."""
+    return [
+        {'name': 'requests',
+         'expression': 'has(%s.devices) && has(%s.devices.requests) ? %s.devices.requests : []' % (spec, spec, spec)},
+        {'name': 'asksAll',
+         'expression': "variables.requests.exists(r, (has(r.exactly) && has(r.exactly.allocationMode) "
+                       "&& r.exactly.allocationMode == 'All') || (has(r.firstAvailable) "
+                       "&& r.firstAvailable.exists(s, has(s.allocationMode) && s.allocationMode == 'All')))"},
+        # Per request its devices: count (default 1), or of a firstAvailable list the largest alternative.
+        {'name': 'perRequest',
+         'expression': 'variables.requests.map(r, has(r.exactly) ? (has(r.exactly.count) ? r.exactly.count : 1) '
+                       ': ((has(r.firstAvailable) && size(r.firstAvailable) > 0) '
+                       '? r.firstAvailable.map(s, has(s.count) ? s.count : 1).max() : 0))'},
+        {'name': 'devices', 'expression': 'size(variables.perRequest) == 0 ? 0 : variables.perRequest.sum()'},
+    ]
+
+
+def _size_policy(name, resource, kind, spec, limit):
+    return _policy(
+        name,
+        'A %s of a workshop seat asks for at most %d device(s), never all.' % (kind, limit),
+        _rules('resource.k8s.io', [resource], ['CREATE']),
+        [
+            {'expression': '!variables.asksAll', 'reason': 'Forbidden',
+             'message': 'allocationMode All would take every matching GPU of the shared lab; workshop seats ask '
+                        'for one device at a time (allocationMode ExactCount, count 1).'},
+            {'expression': 'variables.devices <= %d' % limit, 'reason': 'Forbidden',
+             'messageExpression': "'a workshop seat asks for at most %d device(s) per claim; this %s asks for ' + "
+                                  "string(variables.devices) + '. Ask for one device per claim.'" % (limit, kind)},
+        ],
+        variables=_claim_variables(spec))
+
+
+def claim_size_policy(devices_per_claim=DEVICES_PER_CLAIM):
+    return _size_policy(CLAIM_SIZE_POLICY, 'resourceclaims', 'ResourceClaim', 'object.spec', int(devices_per_claim))
+
+
+def template_size_policy(devices_per_claim=DEVICES_PER_CLAIM):
+    return _size_policy(TEMPLATE_SIZE_POLICY, 'resourceclaimtemplates', 'ResourceClaimTemplate', 'object.spec.spec',
+                        int(devices_per_claim))
+
+
+def claim_count_policy():
+    key = CLAIM_COUNT_KEY
+    return _policy(
+        CLAIM_COUNT_POLICY,
+        'Tells a workshop seat whose GPU claims are used up what it holds and how to free one.',
+        _rules('resource.k8s.io', ['resourceclaims'], ['CREATE']),
+        [{'expression': 'variables.used < variables.hard', 'reason': 'Forbidden',
+          'messageExpression': "'this seat already holds ' + string(variables.used) + ' of ' + string(variables.hard) "
+                               "+ ' GPU claim(s); list them with kubectl get resourceclaims and delete one to free it'"}],
+        variables=[
+            {'name': 'used',
+             'expression': "has(params.status) && has(params.status.used) && '%s' in params.status.used "
+                           "? int(params.status.used['%s']) : 0" % (key, key)},
+            {'name': 'hard',
+             'expression': "has(params.spec.hard) && '%s' in params.spec.hard "
+                           "? int(params.spec.hard['%s']) : variables.used + 1" % (key, key)},
+        ],
+        param_kind={'apiVersion': 'v1', 'kind': 'ResourceQuota'})
+
+
+def seat_policies(devices_per_claim=DEVICES_PER_CLAIM):
+    """Every policy and its binding, policies first."""
+    policies = [services_policy(), secrets_policy(), claim_size_policy(devices_per_claim),
+                template_size_policy(devices_per_claim), claim_count_policy()]
+    bindings = [_binding(SERVICES_POLICY), _binding(SECRETS_POLICY), _binding(CLAIM_SIZE_POLICY),
+                _binding(TEMPLATE_SIZE_POLICY),
+                _binding(CLAIM_COUNT_POLICY, {'name': QUOTA_NAME, 'parameterNotFoundAction': 'Deny'})]
+    return policies + bindings

@@ -1,0 +1,247 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Small value helpers: how the collection reads and names plain values.
+
+The bottom layer of plugins/module_utils (docs/architecture.md): it imports
+nothing of this collection, so every other module may import it. One rule per
+value kind lives here: durations, integers and booleans as YAML gives them,
+Kubernetes and Linux names, host:port and URLs, semantic versions, networks,
+Kubernetes quantities, and the labels that mark the collection's objects.
+
+Helpers either return a problem (a sentence naming the bad value, or None) or
+raise ValueError with such a sentence.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from fractions import Fraction
+
+# Labels and annotations on the objects this collection creates.
+MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
+MANAGED_BY = 'dralab.workshop'
+SEAT_LABEL = 'dralab.workshop/seat'
+
+# Names a seat must never take: the Linux account would be an existing system
+# account, or the namespace an existing system namespace.
+RESERVED_SEAT_NAMES = frozenset((
+    'root', 'daemon', 'bin', 'sys', 'sync', 'games', 'man', 'lp', 'mail',
+    'news', 'uucp', 'proxy', 'www-data', 'backup', 'list', 'irc', 'gnats',
+    'nobody', 'messagebus', 'sshd', 'admin', 'ubuntu', 'debian', 'kubernetes',
+    'default', 'kube-system', 'kube-public', 'kube-node-lease',
+))
+
+_DNS1123_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+_DNS1123_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+# Debian's useradd NAME_REGEX (^[a-z][-a-z0-9_]*$) intersected with a DNS-1123 label.
+_SEAT_NAME = re.compile(r'^[a-z]([-a-z0-9]*[a-z0-9])?$')
+_SEAT_NAME_MAX = 32
+SEMVER = re.compile(
+    r'^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)'
+    r'(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$'
+)
+_HOSTNAME = re.compile(
+    r'^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*\.?$'
+)
+_IPV6 = re.compile(r'^\[[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?\]$')
+_HOST_PORT = re.compile(r'^(\[[^\]]*\]|[^:/\[\]]+)(?::([0-9]+))?$')
+_URL = re.compile(r'^(https?)://([^/?#\s]+)([/?#]\S*)?$', re.IGNORECASE)
+_DURATION = re.compile(r'^(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$')
+_DURATION_UNITS = (7 * 86400, 86400, 3600, 60, 1)
+_BOOL_TRUE = ('true', 'yes', 'on', '1')
+_BOOL_FALSE = ('false', 'no', 'off', '0')
+
+
+def show(value):
+    """Render a value for a message the way an instructor wrote it in YAML."""
+    if isinstance(value, str):
+        return repr(str(value))
+    try:
+        return json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def as_int(value):
+    """Return value as an int (ints and strings of digits), else raise ValueError."""
+    if isinstance(value, bool):
+        raise ValueError('%s is not an integer' % show(value))
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.match(r'^\s*[-+]?\d+\s*$', value):
+        return int(value)
+    raise ValueError('%s is not an integer' % show(value))
+
+
+def as_bool(value):
+    """Return value as a bool (booleans and the usual YAML spellings), else raise ValueError."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _BOOL_TRUE:
+            return True
+        if lowered in _BOOL_FALSE:
+            return False
+    raise ValueError('%s is not a boolean' % show(value))
+
+
+def bounded_int(field, value, minimum, too_small):
+    """value as an int of at least minimum, else ValueError '<field> <value> is not an integer' / '... <too_small>'."""
+    try:
+        number = as_int(value)
+    except ValueError:
+        raise ValueError('%s %s is not an integer' % (field, show(value))) from None
+    if number < minimum:
+        raise ValueError('%s %s %s' % (field, show(value), too_small))
+    return number
+
+
+def parse_duration(value):
+    """Seconds in a duration: an int, a string of digits, or units w, d, h, m, s as in 8h, 90m, 1h30m, 2d."""
+    if isinstance(value, bool):
+        raise ValueError('%s is not a duration' % show(value))
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError('%s is a negative duration' % show(value))
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower().replace(' ', '')
+        if text.isdigit():
+            return int(text)
+        match = _DURATION.match(text)
+        if text and match:
+            return sum(int(amount) * unit for amount, unit in zip(match.groups(), _DURATION_UNITS) if amount)
+    raise ValueError('%s is not a duration (use seconds or units w, d, h, m, s in that order, '
+                     'for example 8h, 90m, 2d, 1h30m, 3600s)' % show(value))
+
+
+def is_dns1123_label(value):
+    return isinstance(value, str) and len(value) <= 63 and bool(_DNS1123_LABEL.match(value))
+
+
+def is_dns1123_subdomain(value):
+    return isinstance(value, str) and len(value) <= 253 and bool(_DNS1123_SUBDOMAIN.match(value))
+
+
+def seat_name_problem(name):
+    """Why name cannot be a seat (Linux user name and DNS-1123 label), or None."""
+    if not isinstance(name, str):
+        return '%s is not a string' % show(name)
+    if not name:
+        return 'the name is empty'
+    if len(name) > _SEAT_NAME_MAX:
+        return '%s is longer than %d characters (Linux user name limit)' % (show(name), _SEAT_NAME_MAX)
+    if not _SEAT_NAME.match(name):
+        return ('%s is not a valid Linux user name and DNS-1123 label '
+                '(lower case letters, digits and "-", starting with a letter, ending with a letter or digit)' % show(name))
+    if name in RESERVED_SEAT_NAMES:
+        return '%s is reserved (an existing system account or namespace)' % show(name)
+    return None
+
+
+def url_problem(value):
+    """Why value is not an http(s):// URL with a host, or None."""
+    match = _URL.match(value)
+    if not match:
+        return 'not an http:// or https:// URL (for example http://10.88.0.1:8080)'
+    problem = host_port_problem(match.group(2))
+    if problem:
+        return 'bad host: %s' % problem
+    return None
+
+
+def host_port_problem(value):
+    """Why value is not host[:port] (name, IPv4 address or [IPv6] address), or None."""
+    if not isinstance(value, str) or not value:
+        return '%s is not a host[:port]' % show(value)
+    if '://' in value:
+        return '%s has a scheme; give host[:port] only (for example 10.88.0.1:5000)' % show(value)
+    match = _HOST_PORT.match(value)
+    if not match:
+        return '%s is not host[:port] (for example 10.88.0.1:5000 or mirror.lab:5000)' % show(value)
+    host, port = match.group(1), match.group(2)
+    if host.startswith('['):
+        if not _IPV6.match(host):
+            return '%s is not a valid [IPv6] address' % show(host)
+    elif not _HOSTNAME.match(host):
+        return '%s is not a valid host name or IPv4 address' % show(host)
+    if port is not None and not 1 <= int(port) <= 65535:
+        return 'port %s is outside 1..65535' % port
+    return None
+
+
+def semver_problem(value, leading_v=False):
+    """Why value is not a semantic version MAJOR.MINOR.PATCH[-pre][+build], or None.
+
+    With leading_v, a leading "v" is allowed (image tags such as v0.4.0);
+    without it, one is refused (Helm chart versions, Kubernetes versions here).
+    """
+    if not isinstance(value, str):
+        return '%s is not a version string (quote it in YAML)' % show(value)
+    text = value[1:] if value.startswith('v') else value
+    if not SEMVER.match(text):
+        if leading_v:
+            return '%s is not a semantic version like v1.2.3 (major.minor.patch)' % show(value)
+        return '%s is not a semantic version like 1.2.3 (major.minor.patch, no leading "v")' % show(value)
+    if value.startswith('v') and not leading_v:
+        return '%s must be given without the leading "v" (%s)' % (show(value), show(text))
+    return None
+
+
+def network(value):
+    """value as an ipaddress network (a CIDR such as 10.244.0.0/16), else raise ValueError."""
+    if not isinstance(value, str) or '/' not in value:
+        raise ValueError('%s is not a network in CIDR notation (for example 10.244.0.0/16)' % show(value))
+    try:
+        return ipaddress.ip_network(value.strip(), strict=True)
+    except ValueError as exc:
+        raise ValueError('%s is not a network in CIDR notation (%s)' % (show(value), exc)) from None
+
+
+def ip_address(value):
+    """value as an ipaddress address, or None when it is not an IP address (a host name)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return ipaddress.ip_address(value.strip())
+    except ValueError:
+        return None
+
+
+# Kubernetes quantities (k8s.io/apimachinery resource.Quantity), exact.
+_BINARY_SUFFIXES = {'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30, 'Ti': 2 ** 40, 'Pi': 2 ** 50, 'Ei': 2 ** 60}
+_DECIMAL_SUFFIXES = {'n': Fraction(1, 10 ** 9), 'u': Fraction(1, 10 ** 6), 'm': Fraction(1, 1000), '': 1,
+                     'k': 10 ** 3, 'M': 10 ** 6, 'G': 10 ** 9, 'T': 10 ** 12, 'P': 10 ** 15, 'E': 10 ** 18}
+_QUANTITY_RE = re.compile(r'^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$')
+
+
+def parse_quantity(text):
+    """The exact value of a Kubernetes quantity string ("80Gi", "100m", "1.5e3") as a Fraction; ValueError if invalid."""
+    match = _QUANTITY_RE.match(str(text).strip()) if isinstance(text, str) else None
+    if not match:
+        raise ValueError("'%s' is not a valid quantity (examples: 40Gi, 500m, 2, 1e3)" % (text,))
+    sign, number, suffix = match.group(1), match.group(2), match.group(3) or ''
+    value = Fraction(number)
+    if suffix in _BINARY_SUFFIXES:
+        value *= _BINARY_SUFFIXES[suffix]
+    elif suffix in _DECIMAL_SUFFIXES:
+        value *= _DECIMAL_SUFFIXES[suffix]
+    else:
+        value *= Fraction(10) ** int(suffix[1:])
+    return -value if sign == '-' else value
+
+
+def format_quantity(value):
+    """Short text of a quantity value: the largest exact binary unit (80Gi), else a plain number."""
+    if value.denominator == 1:
+        number = int(value)
+        for suffix in ('Ei', 'Pi', 'Ti', 'Gi', 'Mi', 'Ki'):
+            unit = _BINARY_SUFFIXES[suffix]
+            if number and number % unit == 0:
+                return '%d%s' % (number // unit, suffix)
+        return str(number)
+    return str(float(value))

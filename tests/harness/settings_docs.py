@@ -1,0 +1,36 @@
+"""Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py.
+
+    python tests/harness/settings_docs.py      (or: make settings-docs)
+
+tests/unit/test_settings_registry.py fails while a table differs.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+DOCUMENTS = ("README.md", "docs/conventions.md")
+BEGIN = "<!-- dralab-settings: generated from plugins/module_utils/lab_settings.py"
+END = "<!-- dralab-settings: end -->"
+
+
+def main() -> None:
+    _AnsibleCollectionFinder(paths=[str(REPO / "collections")], scan_sys_paths=True)._install()
+    from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import markdown_table
+
+    for name in DOCUMENTS:
+        path = REPO / name
+        text = path.read_text()
+        start = text.index("\n", text.index(BEGIN)) + 1
+        end = text.index(END)
+        new = text[:start] + markdown_table() + text[end:]
+        if new != text:
+            path.write_text(new)
+            print(f"rewrote the settings table of {name}")
+
+
+if __name__ == "__main__":
+    main()

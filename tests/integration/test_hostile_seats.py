@@ -1,0 +1,325 @@
+"""Seats are hostile: each test attacks the lab with a seat's own kubeconfig, as a participant could, and checks
+that the lab holds. The reset tests then hand the seats over (playbooks/reset.yml, credential rotation by default)
+and check that nothing the seat did survives: not its objects, not a finalizer, not a token it minted, not a label
+it removed. A per-seat reset touches only that seat."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+import time
+
+import yaml
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from k8s_helpers import (DRIVER, IMAGE, api_from_kubeconfig, claim_body, clear_namespaces, core_api,
+                         expect_api_error, pod_body, resource_api, template_body, wait_for, wait_pod_running)
+
+OTHER_CLASS = "gpu-40gi.example.com"
+MANAGED_BY = "app.kubernetes.io/managed-by"
+FULL = ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get resourceclaims and delete one "
+        "to free it")
+YEAR = 365 * 24 * 3600
+EXTERNAL_IPS_DENIED = "Use of external IPs is denied by admission control"
+EVENT = 8 * 3600  # dralab_event_duration of this tier (the default)
+# What the instructor leaves in a seat namespace (kind -> names); a reset leaves nothing else.
+BASELINE = {
+    "serviceaccounts": {"default", "{seat}"}, "secrets": {"dralab-seat-token"}, "configmaps": {"kube-root-ca.crt", "dralab-gpu-board"},
+    "rolebindings": {"dralab-seat-edit", "dralab-lease-reaper"}, "resourcequotas": {"dralab-seat-quota"},
+    "limitranges": {"dralab-seat-limits"},
+}
+SKIPPED = {("", "events"), ("events.k8s.io", "events")}
+
+
+def token_api(api, token):
+    """An API client for the same server as `api`, authenticating with a bare bearer token."""
+    config = client.Configuration()
+    config.host = api.configuration.host
+    config.ssl_ca_cert = api.configuration.ssl_ca_cert
+    config.verify_ssl = api.configuration.verify_ssl
+    config.api_key = {"BearerToken": "Bearer " + token}
+    return client.ApiClient(config)
+
+
+def kubeconfig_token(path):
+    return yaml.safe_load(path.read_text())["users"][0]["user"]["token"]
+
+
+def request_token(api, seat, account, seconds):
+    """A TokenRequest made by the seat itself, or None when RBAC refuses it (403)."""
+    try:
+        return core_api(api).create_namespaced_service_account_token(
+            account, seat, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                            "spec": {"expirationSeconds": seconds}})
+    except ApiException as exc:
+        if exc.status == 403:
+            return None
+        raise
+
+
+def raw_get(api, path):
+    """GET an API path as JSON with an ApiClient's credentials."""
+    serialized = api.param_serialize("GET", path, header_params={"Accept": "application/json"},
+                                     auth_settings=["BearerToken"])
+    response = api.call_api(*serialized)
+    data = response.read()
+    assert 200 <= response.status < 300, (path, response.status, data[:300])
+    return json.loads(data)
+
+
+def namespace_contents(admin, namespace):
+    """{kind: {names}} of every namespaced kind the API server serves (events excepted) in a namespace."""
+    found = {}
+    sources = [("", "/api/v1")] + [(g["name"], "/apis/" + g["preferredVersion"]["groupVersion"])
+                                   for g in raw_get(admin, "/apis")["groups"]]
+    for group, path in sources:
+        for resource in raw_get(admin, path)["resources"]:
+            if "/" in resource["name"] or not resource["namespaced"] or (group, resource["name"]) in SKIPPED:
+                continue
+            if "list" not in resource["verbs"]:
+                continue
+            listing = raw_get(admin, f"{path}/namespaces/{namespace}/{resource['name']}")
+            names = {item["metadata"]["name"] for item in listing.get("items") or []}
+            if names:
+                found[resource["name"]] = names
+    return found
+
+
+def assert_only_baseline(admin, seat):
+    contents = namespace_contents(admin, seat)
+    baseline = {kind: {n.format(seat=seat) for n in names} for kind, names in BASELINE.items()}
+    extra = {kind: sorted(names - baseline.get(kind, set())) for kind, names in contents.items()
+             if names - baseline.get(kind, set())}
+    assert not extra, f"{seat} still holds objects after the reset: {extra}"
+
+
+def service(name, **spec):
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"selector": {"app": "x"}, "ports": [{"port": 80}], **spec}}
+
+
+# --- Services (CVE-2020-8554) ---------------------------------------------------------------------
+
+def test_seat_cannot_create_external_ip_node_port_or_load_balancer_services(control_plane, seat_api):
+    core = core_api(seat_api("user10"))
+    exc = expect_api_error(403, core.create_namespaced_service, "user10",
+                           service("mitm", externalIPs=["10.96.0.1"]))
+    # Two layers refuse it: the API server's DenyServiceExternalIPs (first) and the seats' policy.
+    assert EXTERNAL_IPS_DENIED in exc.body or "may not set externalIPs" in exc.body, exc.body
+    for kind in ("NodePort", "LoadBalancer"):
+        exc = expect_api_error(403, core.create_namespaced_service, "user10", service(kind.lower(), type=kind))
+        assert f"must be of type ClusterIP, not {kind}" in exc.body, exc.body
+    # Turning an allowed Service into one of those is refused too.
+    core.create_namespaced_service("user10", service("web"))
+    exc = expect_api_error(403, core.patch_namespaced_service, "web", "user10", {"spec": {"type": "NodePort"}})
+    assert "must be of type ClusterIP, not NodePort" in exc.body, exc.body
+
+
+def test_api_server_refuses_external_ips_in_every_namespace(control_plane):
+    """DenyServiceExternalIPs (kubeadm config / harness flags), the layer below the seats' policy."""
+    exc = expect_api_error(403, core_api(control_plane.api_client).create_namespaced_service, "default",
+                           service("admin-mitm", externalIPs=["10.96.0.1"]))
+    assert EXTERNAL_IPS_DENIED in exc.body, exc.body
+
+
+# --- Tokens ----------------------------------------------------------------------------------------
+
+def test_seat_token_request_for_a_year_is_capped_at_the_event(control_plane, seat_api):
+    api = seat_api("user10")
+    before = datetime.datetime.now(datetime.timezone.utc)
+    token = request_token(api, "user10", "user10", YEAR)
+    if token is None:
+        return  # refused outright (RBAC): no token at all is fine too
+    lifetime = (token.status.expiration_timestamp - before).total_seconds()
+    print(f"[hostile] a seat asked for a {YEAR} s token and got {lifetime:.0f} s", file=sys.stderr)
+    assert lifetime <= EVENT + 60, f"the seat got a token for {lifetime:.0f} s"
+
+
+def test_seat_cannot_create_a_legacy_service_account_token_secret(control_plane, seat_api):
+    core = core_api(seat_api("user10"))
+    body = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+            "metadata": {"name": "forever", "annotations": {"kubernetes.io/service-account.name": "user10"}}}
+    exc = expect_api_error(403, core.create_namespaced_secret, "user10", body)
+    assert "kubernetes.io/service-account-token" in exc.body and "not allowed in workshop seats" in exc.body, exc.body
+
+
+# --- GPUs ------------------------------------------------------------------------------------------
+
+def test_second_gpu_is_refused_through_any_class_with_what_the_seat_holds(control_plane, seat_api):
+    resource = resource_api(seat_api("user11"))
+    resource.create_namespaced_resource_claim("user11", claim_body("first", device_class=DRIVER))
+    for name, device_class in (("second", DRIVER), ("other-class", OTHER_CLASS)):
+        # The claim-count policy reads the seat's quota from an informer: until its status shows the first claim
+        # the quota itself refuses (a 403 too). Every attempt is refused; the seat soon gets the policy's words.
+        deadline = time.monotonic() + 15
+        while True:
+            exc = expect_api_error(403, resource.create_namespaced_resource_claim, "user11",
+                                   claim_body(name, device_class=device_class))
+            if FULL in exc.body or time.monotonic() > deadline:
+                break
+            assert "exceeded quota: dralab-seat-quota" in exc.body, exc.body
+            time.sleep(0.5)
+        assert FULL in exc.body, exc.body
+    # A pod whose template would make a second claim gets the same answer from the controller; the seat holds 1.
+    assert len(resource.list_namespaced_resource_claim("user11").items) == 1
+
+
+@pytest.mark.parametrize("shape", ["count-2", "all", "two-requests", "first-available-2", "template-count-2"])
+def test_one_claim_asking_more_than_one_gpu_is_refused(control_plane, seat_api, shape):
+    resource = resource_api(seat_api("user12"))
+    body = claim_body(f"big-{shape}")
+    requests = body["spec"]["devices"]["requests"]
+    if shape in ("count-2", "template-count-2"):
+        requests[0]["exactly"]["count"] = 2
+    elif shape == "all":
+        requests[0]["exactly"]["allocationMode"] = "All"
+    elif shape == "two-requests":
+        requests.append({"name": "gpu2", "exactly": {"deviceClassName": OTHER_CLASS}})
+    else:
+        requests[0] = {"name": "gpu", "firstAvailable": [
+            {"name": "big", "deviceClassName": OTHER_CLASS, "count": 2},
+            {"name": "small", "deviceClassName": DRIVER}]}
+    if shape == "template-count-2":
+        template = template_body(f"big-{shape}")
+        template["spec"]["spec"] = body["spec"]
+        exc = expect_api_error(403, resource.create_namespaced_resource_claim_template, "user12", template)
+    else:
+        exc = expect_api_error(403, resource.create_namespaced_resource_claim, "user12", body)
+    expected = "allocationMode All" if shape == "all" else "asks for at most 1 device(s) per claim"
+    assert expected in exc.body, exc.body
+
+
+def test_a_one_device_first_available_claim_is_allowed(control_plane, seat_api):
+    resource = resource_api(seat_api("user13"))
+    body = claim_body("choice")
+    body["spec"]["devices"]["requests"][0] = {"name": "gpu", "firstAvailable": [
+        {"name": "big", "deviceClassName": OTHER_CLASS}, {"name": "any", "deviceClassName": DRIVER}]}
+    resource.create_namespaced_resource_claim("user13", body)
+
+
+# --- Handover ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def handover(control_plane, workshop, tmp_path_factory):
+    """user14 does everything it can to outlive the reset; then the whole lab is reset (rotation by default)."""
+    admin = control_plane.api_client
+    seat = "user14"
+    api = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
+    core, resource = core_api(api), resource_api(api)
+    tokens = {"kubeconfig": kubeconfig_token(workshop.seat_kubeconfig(seat))}
+    try:
+        # Label tampering: the instructor's ServiceAccount and token Secret no longer look managed.
+        patch = {"metadata": {"labels": {MANAGED_BY: None, "dralab.workshop/seat": None}}}
+        core.patch_namespaced_service_account(seat, seat, patch)
+        core.patch_namespaced_secret("dralab-seat-token", seat, patch)
+        # Tokens of its own: for its account, for the default account, for a new account.
+        core.create_namespaced_service_account(seat, {"metadata": {"name": "backdoor",
+                                                                   "labels": {MANAGED_BY: "dralab.workshop"}}})
+        for account in (seat, "default", "backdoor"):
+            minted = request_token(api, seat, account, EVENT)
+            if minted is not None:
+                tokens[account] = minted.status.token
+        # Objects of every sort, some with finalizers that nobody will remove.
+        core.create_namespaced_config_map(seat, {"metadata": {"name": "notes"}, "data": {"a": "b"}})
+        core.create_namespaced_secret(seat, {"metadata": {"name": "stash"}, "stringData": {"k": "v"}})
+        core.create_namespaced_service(seat, service("web"))
+        client.AppsV1Api(api).create_namespaced_deployment(seat, {
+            "metadata": {"name": "web"}, "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                                                  "template": {"metadata": {"labels": {"app": "web"}},
+                                                               "spec": {"containers": [{"name": "c", "image": IMAGE}]}}}})
+        client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(seat, {
+            "metadata": {"name": "keep-web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}})
+        resource.create_namespaced_resource_claim_template(seat, template_body("single"))
+        claim = claim_body("mine")
+        claim["metadata"]["finalizers"] = ["example.com/keep-my-gpu"]
+        resource.create_namespaced_resource_claim(seat, claim)
+        pod = pod_body("stubborn", claim="mine")
+        pod["metadata"]["finalizers"] = ["example.com/keep-me"]
+        core.create_namespaced_pod(seat, pod)
+        wait_pod_running(api, seat, "stubborn")
+    finally:
+        api.close()
+    before = namespace_contents(admin, seat)
+    assert {"configmaps", "services", "deployments", "poddisruptionbudgets", "resourceclaims"} <= set(before)
+    run = workshop.converge("playbooks/reset.yml")
+    print(f"[hostile] reset.yml (every seat, rotation by default): {run.seconds:.1f}s", file=sys.stderr)
+    return {"seat": seat, "tokens": tokens, "run": run}
+
+
+def test_reset_rotates_by_default_and_label_tampering_keeps_no_token_alive(control_plane, handover):
+    admin = control_plane.api_client
+    for name, token in handover["tokens"].items():
+        stale = token_api(admin, token)
+        try:
+            expect_api_error(401, core_api(stale).list_namespaced_pod, handover["seat"])
+        except AssertionError as exc:
+            raise AssertionError(f"the {name} token of {handover['seat']} still works after the reset: {exc}") from None
+        finally:
+            stale.close()
+    assert "Credentials revoked:" in handover["run"].flat, handover["run"].describe()
+
+
+def test_a_finalizer_does_not_stop_the_reset(control_plane, handover):
+    run = handover["run"]
+    assert "Finalizers removed:" in run.flat and "example.com/keep-me" in run.flat, run.describe()
+    seat = handover["seat"]
+    expect_api_error(404, core_api(control_plane.api_client).read_namespaced_pod, "stubborn", seat)
+    expect_api_error(404, resource_api(control_plane.api_client).read_namespaced_resource_claim, "mine", seat)
+
+
+def test_after_the_reset_the_namespace_holds_none_of_the_seats_objects(control_plane, workshop, handover):
+    seat = handover["seat"]
+    assert_only_baseline(control_plane.api_client, seat)
+    # The instructor's objects are back, labelled, and the new kubeconfig works.
+    sa = core_api(control_plane.api_client).read_namespaced_service_account(seat, seat)
+    assert sa.metadata.labels[MANAGED_BY] == "dralab.workshop"
+    fresh = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
+    try:
+        assert core_api(fresh).list_namespaced_pod(seat).items == []
+    finally:
+        fresh.close()
+
+
+def test_per_seat_reset_touches_only_that_seat(control_plane, workshop, handover):
+    admin = control_plane.api_client
+    clear_namespaces(admin, ["user20", "user21"])
+    for seat in ("user20", "user21"):
+        api = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
+        try:
+            wait_for(f"{seat}'s default ServiceAccount", lambda s=seat: core_api(admin).read_namespaced_service_account(
+                "default", s))
+            resource_api(api).create_namespaced_resource_claim(seat, claim_body("gpu"))
+            core_api(api).create_namespaced_pod(seat, pod_body("work", claim="gpu"))
+            wait_pod_running(api, seat, "work")
+        finally:
+            api.close()
+    old = {seat: workshop.seat_kubeconfig(seat).read_text() for seat in ("user20", "user21", "user22")}
+
+    refused = workshop.run("playbooks/reset.yml", extra_vars={"lab_reset_seats": ["user20", "user99"]})
+    assert refused.rc != 0 and "lab_reset_seats names user99, which is not a seat of this lab" in refused.flat, \
+        refused.describe()
+    core_api(admin).read_namespaced_pod("work", "user20")  # nothing changed
+
+    run = workshop.converge("playbooks/reset.yml", extra_vars={"lab_reset_seats": ["user20"]})
+    print(f"[hostile] reset.yml -e lab_reset_seats=[user20]: {run.seconds:.1f}s", file=sys.stderr)
+    assert "1 seat namespace(s), 2 object(s) deleted." in run.flat, run.describe()
+    expect_api_error(404, core_api(admin).read_namespaced_pod, "work", "user20")
+    assert_only_baseline(admin, "user20")
+    assert workshop.seat_kubeconfig("user20").read_text() != old["user20"]
+    # The other seats keep their claim, pod and credentials.
+    assert resource_api(admin).read_namespaced_resource_claim("gpu", "user21").status.allocation is not None
+    assert core_api(admin).read_namespaced_pod("work", "user21").metadata.deletion_timestamp is None
+    for seat in ("user21", "user22"):
+        assert workshop.seat_kubeconfig(seat).read_text() == old[seat]
+    api = api_from_kubeconfig(workshop.seat_kubeconfig("user21"))
+    try:
+        assert [p.metadata.name for p in core_api(api).list_namespaced_pod("user21").items] == ["work"]
+    except ApiException as exc:
+        pytest.fail(f"user21's kubeconfig stopped working after a reset of user20: {exc.status}")
+    finally:
+        api.close()
+    clear_namespaces(admin, ["user21"])

@@ -1,0 +1,447 @@
+"""Hostile seats on the login host: each test performs an attack as a seat over SSH with its password.
+
+A seat has a shell on cp1 (the login host of the lab). These tests do what a
+participant could do and check that it does not reach anything beyond the
+seat's own account: links in the home that root would follow, SSH keys and
+forwarding, other seats' files and the admin kubeconfig, a fork bomb and a
+memory hog, processes and jobs left for the next group, and secrets in the
+instructor's verbose logs.
+
+The module rotates credentials (reset.yml) on the way; later modules read the
+credential sheet again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import paramiko
+import pytest
+import yaml
+
+from conftest import (ARTIFACTS, INVENTORY, LOGIN_HOST, REPO, VERBOSE_LOGS, Session, ansible_env, credentials, login,
+                      node_host, nodes, run_playbook)
+from playbook import parse_recap
+
+# Roles in the attacks below.
+LINKER = "user01"  # ~/.kube -> /usr/local/bin
+CONFIG_LINKER = "user02"  # ~/.kube/config -> a root file; its home left readable to the group
+LEAVER = "user03"  # leaves processes, jobs and files for the next group
+BYSTANDER = "user04"  # not in the per-seat reset; also the fork bomb and the memory hog
+
+CANARY = "/etc/dralab-canary"
+ROOT_DIR = "/usr/local/bin"
+SLEEP_MARK = "7203"  # `sleep 7203`: the process a seat leaves behind
+BOOTSTRAP_TOKEN = re.compile(r"(?<![a-z0-9])[a-z0-9]{6}\.[a-z0-9]{16}(?![a-z0-9])")
+
+# Memory limit and task limit of a seat (roles/workshop_users/defaults/main.yml).
+SEAT_MEMORY_MIB = 1024
+SEAT_TASKS_MAX = 256
+
+# A bounded fork bomb: at most FORKS children, each sleeping; the parent holds
+# them for HOLD seconds (while the test asks the API server), then kills them.
+FORK_BOMB = r"""
+import os, signal, sys, time
+forks, hold = int(sys.argv[1]), float(sys.argv[2])
+pids, refused = [], 0
+deadline = time.monotonic() + 30
+for _ in range(forks):
+    if time.monotonic() > deadline:
+        break
+    try:
+        pid = os.fork()
+    except OSError:
+        refused += 1
+        continue
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    pids.append(pid)
+print("started", len(pids), "refused", refused, flush=True)
+time.sleep(hold)
+for pid in pids:
+    os.kill(pid, signal.SIGKILL)
+for pid in pids:
+    os.waitpid(pid, 0)
+print("done", flush=True)
+"""
+
+# A bounded memory hog: 64 MiB at a time, every page written, at most LIMIT MiB.
+MEMORY_HOG = r"""
+import sys
+chunks = []
+for i in range(int(sys.argv[1]) // 64):
+    chunk = bytearray(64 << 20)
+    chunk[::4096] = b"\x01" * (len(chunk) // 4096)
+    chunks.append(chunk)
+    print((i + 1) * 64, flush=True)
+print("done", flush=True)
+"""
+
+
+def cp1():
+    return node_host(LOGIN_HOST)
+
+
+def root_state() -> dict:
+    """What root owns that the attacks aim at: owner, group, mode, content (not /etc/shadow's: rotation changes it)."""
+    host = cp1()
+    out = host.check_output(
+        f"stat -c '%n %u %g %a %F' {ROOT_DIR} {ROOT_DIR}/kubectl {ROOT_DIR}/kubeadm {CANARY} /etc/shadow "
+        f"/etc/kubernetes/admin.conf; sha256sum {CANARY} {ROOT_DIR}/kubectl; ls -A {ROOT_DIR}")
+    return {"state": out}
+
+
+def kubeconfig_of(seat: str) -> str:
+    return (ARTIFACTS / "seats" / f"{seat}.kubeconfig").read_text()
+
+
+def home_entry(seat: str, path: str) -> str:
+    """`stat` of a path in a seat's home, as root (reading only, not following links)."""
+    return cp1().check_output(f"stat -c '%F %U %G %a' /home/{seat}/{path}")
+
+
+def plant_links(linker: Session, config_linker: Session) -> None:
+    rc, _out, err = linker.run(f"rm -rf ~/.kube && ln -s {ROOT_DIR} ~/.kube && test -L ~/.kube")
+    assert rc == 0, err
+    rc, _out, err = config_linker.run(f"rm -rf ~/.kube/config && ln -s {CANARY} ~/.kube/config && test -L ~/.kube/config")
+    assert rc == 0, err
+
+
+def assert_links_replaced_not_followed(before: dict) -> None:
+    assert root_state() == before, "root-owned files changed after the seats planted links"
+    for seat in (LINKER, CONFIG_LINKER):
+        assert home_entry(seat, ".kube") == f"directory {seat} {seat} 700"
+        assert home_entry(seat, ".kube/config") == f"regular file {seat} {seat} 600"
+        assert cp1().check_output(f"cat /home/{seat}/.kube/config") == kubeconfig_of(seat).strip()
+
+
+def run_logged(playbook: str, name: str, *args: str) -> subprocess.CompletedProcess:
+    """Run a playbook at -vvv and keep its output for the secrets audit."""
+    proc = run_playbook(REPO / "playbooks" / playbook, "-vvv", *args)
+    VERBOSE_LOGS.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (VERBOSE_LOGS / f"{name}.log").write_text(proc.stdout + proc.stderr)
+    return proc
+
+
+def recap_tail(proc: subprocess.CompletedProcess) -> str:
+    out = proc.stdout + proc.stderr
+    errors = [line for line in out.splitlines() if "fatal:" in line or "FAILED!" in line or "ERROR" in line]
+    return "\n".join(errors[-20:]) + "\n" + out[-3000:]
+
+
+@pytest.fixture(scope="module")
+def secrets_before() -> dict:
+    """Passwords and tokens at the start of the module (those site.yml handled), for the audit."""
+    creds = credentials()
+    return {
+        "passwords": {seat: row["password"] for seat, row in creds.items()},
+        "kubeconfigs": {seat: kubeconfig_of(seat) for seat in creds},
+    }
+
+
+@pytest.fixture(scope="module")
+def canary(secrets_before):
+    """A root-only file on the login host that a seat would love to own."""
+    host = cp1()
+    content = secrets.token_hex(16)
+    host.check_output(f"umask 077; printf %s {content} > {CANARY}; chown root:root {CANARY}; chmod 0600 {CANARY}")
+    yield CANARY
+    host.run(f"rm -f {CANARY}")
+
+
+# --- sshd ---------------------------------------------------------------------
+
+def test_seat_cannot_forward_ports():
+    seat = login(LINKER)
+    try:
+        transport = seat.client.get_transport()
+        # ssh -L: a TCP connection from the login host to anywhere.
+        with pytest.raises(paramiko.ChannelException):
+            transport.open_channel("direct-tcpip", ("127.0.0.1", 22), ("127.0.0.1", 0), timeout=10)
+        # ssh -R: a port on the login host that leads back to the seat.
+        with pytest.raises(paramiko.SSHException):
+            transport.request_port_forward("127.0.0.1", 0)
+    finally:
+        seat.close()
+
+
+def test_seat_key_in_authorized_keys_does_not_log_in():
+    key = paramiko.RSAKey.generate(2048)
+    seat = login(LINKER)
+    try:
+        rc, _out, err = seat.run("umask 077; mkdir -p ~/.ssh && cat >> ~/.ssh/authorized_keys",
+                                 stdin=f"{key.get_name()} {key.get_base64()} seat-key\n")
+        assert rc == 0, err
+        with pytest.raises(paramiko.AuthenticationException):
+            Session(nodes.BY_NAME[LOGIN_HOST].ip, LINKER, pkey=key)
+    finally:
+        seat.run("rm -rf ~/.ssh")
+        seat.close()
+
+
+def test_sshd_settings_for_seats():
+    effective = cp1().check_output(f"sshd -T -C user={LINKER},host=localhost,addr=127.0.0.1").splitlines()
+    for line in ("authorizedkeysfile none", "disableforwarding yes", "allowtcpforwarding no", "permittunnel no",
+                 "x11forwarding no", "allowagentforwarding no", "allowstreamlocalforwarding no"):
+        assert line in effective, line
+    # Root (how Ansible logs in) keeps its keys.
+    root = cp1().check_output("sshd -T -C user=root,host=localhost,addr=127.0.0.1").splitlines()
+    assert "authorizedkeysfile none" not in root
+
+
+# --- privacy -------------------------------------------------------------------
+
+def test_seat_cannot_read_other_homes_or_the_admin_kubeconfig():
+    seat = login(LINKER)
+    try:
+        rc, out, err = seat.run(f"id -gn; id -Gn; ls /home/{CONFIG_LINKER}")
+        primary, groups = out.splitlines()[:2]
+        assert primary == LINKER, "seats share a primary group"
+        assert "workshop-seats" in groups.split()
+        assert rc != 0 and "Permission denied" in err, f"{LINKER} lists {CONFIG_LINKER}'s home: {out}"
+        rc, out, err = seat.run(f"cat /home/{CONFIG_LINKER}/.kube/config")
+        assert rc != 0 and "apiVersion" not in out
+        rc, out, err = seat.run("cat /etc/kubernetes/admin.conf")
+        assert rc != 0 and "Permission denied" in err and "client-key-data" not in out
+    finally:
+        seat.close()
+
+
+# --- resource limits -------------------------------------------------------------
+
+def test_fork_bomb_is_contained_and_the_api_answers(core):
+    seat = login(BYSTANDER)
+    try:
+        forks = SEAT_TASKS_MAX + 150
+        result = {}
+
+        def bomb():
+            result["out"] = seat.run(f"python3 -c '{FORK_BOMB}' {forks} 6", timeout=90)
+
+        thread = threading.Thread(target=bomb)
+        thread.start()
+        time.sleep(3)
+        # The admin asks the API server while the seat holds every task it may have.
+        nodes_seen = core.list_node(_request_timeout=10).items
+        thread.join(timeout=120)
+        rc, out, err = result["out"]
+        assert len(nodes_seen) == 3
+        match = re.search(r"started (\d+) refused (\d+)", out)
+        assert match, out + err
+        started, refused = int(match[1]), int(match[2])
+        assert started < SEAT_TASKS_MAX and refused > 0, f"{started} of {forks} forks ran (TasksMax {SEAT_TASKS_MAX})"
+    finally:
+        seat.run(f"pkill -KILL -u {BYSTANDER} -f '^python3 -c' || true")
+        seat.close()
+
+
+def test_memory_hog_is_contained_and_the_api_answers(core):
+    seat = login(BYSTANDER)
+    try:
+        ceiling = SEAT_MEMORY_MIB + 512
+        result = {}
+
+        def hog():
+            result["out"] = seat.run(f"python3 -c '{MEMORY_HOG}' {ceiling}", timeout=120)
+
+        thread = threading.Thread(target=hog)
+        thread.start()
+        time.sleep(2)
+        nodes_seen = core.list_node(_request_timeout=10).items
+        thread.join(timeout=150)
+        rc, out, err = result["out"]
+        assert len(nodes_seen) == 3
+        reached = [int(line) for line in out.split() if line.isdigit()]
+        assert "done" not in out and rc != 0, f"the seat allocated {ceiling} MiB (MemoryMax {SEAT_MEMORY_MIB}M)"
+        assert max(reached, default=0) <= SEAT_MEMORY_MIB, reached
+    finally:
+        seat.close()
+
+
+# --- links in homes: users.yml and reset.yml never follow them ----------------------
+
+def test_links_in_homes_are_not_followed_by_users_yml(canary):
+    linker, config_linker = login(LINKER), login(CONFIG_LINKER)
+    try:
+        plant_links(linker, config_linker)
+    finally:
+        linker.close()
+        config_linker.close()
+    # As Ubuntu makes homes (HOME_MODE 0750) with the old shared primary group.
+    cp1().check_output(f"chgrp workshop-seats /home/{CONFIG_LINKER} && chmod 0750 /home/{CONFIG_LINKER}")
+    before = root_state()
+    proc = run_logged("users.yml", "users-vvv")
+    assert proc.returncode == 0, recap_tail(proc)
+    assert_links_replaced_not_followed(before)
+    assert home_entry(CONFIG_LINKER, ".") == f"directory {CONFIG_LINKER} {CONFIG_LINKER} 700"
+
+
+def test_unknown_seat_is_refused_before_any_change():
+    sheet = (ARTIFACTS / "credentials.csv").read_text()
+    proc = run_playbook(REPO / "playbooks" / "reset.yml", "-e", json.dumps(
+        {"lab_reset_rotate_credentials": True, "lab_reset_seats": [LEAVER, "nosuchseat"]}))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "nosuchseat" in out and "not a seat" in out, out[-3000:]
+    assert (ARTIFACTS / "credentials.csv").read_text() == sheet
+    recap = parse_recap(proc.stdout)
+    assert all(counts["changed"] == 0 for counts in recap.values()), recap
+
+
+@pytest.fixture(scope="module")
+def handover(canary, tmp_path_factory):
+    """LEAVER and BYSTANDER leave a group's worth of traces, then a per-seat reset hands LEAVER (and LINKER) over."""
+    old = {seat: {"password": credentials()[seat]["password"], "kubeconfig": kubeconfig_of(seat)}
+           for seat in (LINKER, LEAVER, BYSTANDER)}
+    for seat in (LEAVER, BYSTANDER):
+        session = login(seat)
+        try:
+            rc, _out, err = session.run(
+                f"setsid nohup sleep {SLEEP_MARK} >/dev/null 2>&1 </dev/null & "
+                "echo '* * * * * touch $HOME/cron-ran' | crontab - && "
+                "echo true | at now + 3 hours 2>/dev/null && "
+                f"touch /tmp/{seat}-leftover /dev/shm/{seat}-leftover && echo notes > ~/leftover")
+            assert rc == 0, err
+        finally:
+            session.close()
+    linker, config_linker = login(LINKER), login(CONFIG_LINKER)
+    try:
+        plant_links(linker, config_linker)
+    finally:
+        linker.close()
+        config_linker.close()
+    host = cp1()
+    # A lingering user manager keeps running after logout (loginctl enable-linger).
+    host.check_output(f"loginctl enable-linger {LEAVER}")
+    assert host.run(f"pgrep -u {LEAVER} -f 'sleep {SLEEP_MARK}'").rc == 0
+    assert host.run(f"crontab -l -u {LEAVER}").rc == 0
+    before = root_state()
+    proc = run_logged("reset.yml", "reset-vvv", "-e", json.dumps(
+        {"lab_reset_rotate_credentials": True, "lab_reset_seats": [LINKER, LEAVER]}))
+    assert proc.returncode == 0, recap_tail(proc)
+    old_kubeconfigs = tmp_path_factory.mktemp("old-kubeconfigs")
+    for seat, values in old.items():
+        (old_kubeconfigs / seat).write_text(values["kubeconfig"])
+    return {"old": old, "before": before, "old_kubeconfigs": old_kubeconfigs}
+
+
+def test_links_in_homes_are_not_followed_by_reset_yml(handover):
+    assert_links_replaced_not_followed(handover["before"])
+
+
+def test_handover_ends_processes_and_jobs(handover):
+    host = cp1()
+    assert host.run(f"pgrep -a -u {LEAVER}").stdout == "", "a process of the old group still runs"
+    assert host.run(f"crontab -l -u {LEAVER}").rc != 0, "the old group's crontab survived"
+    assert not [line for line in host.check_output("atq").splitlines() if line.split()[-1] == LEAVER]
+    assert host.run(f"ls /tmp/{LEAVER}-leftover /dev/shm/{LEAVER}-leftover").rc != 0
+    assert not host.file(f"/var/lib/systemd/linger/{LEAVER}").exists
+
+
+def test_handover_gives_a_fresh_home_and_new_credentials(handover):
+    host = cp1()
+    assert not host.file(f"/home/{LEAVER}/leftover").exists
+    assert home_entry(LEAVER, ".") == f"directory {LEAVER} {LEAVER} 700"
+    assert host.check_output(f"cat /home/{LEAVER}/.kube/config") == kubeconfig_of(LEAVER).strip()
+    old = handover["old"][LEAVER]
+    with pytest.raises(paramiko.AuthenticationException):
+        Session(nodes.BY_NAME[LOGIN_HOST].ip, LEAVER, old["password"])
+    from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
+
+    stale = config.new_client_from_config(str(handover["old_kubeconfigs"] / LEAVER))
+    with pytest.raises(ApiException) as refused:
+        client.CoreV1Api(stale).list_namespaced_pod(LEAVER)
+    assert refused.value.status == 401
+    seat = login(LEAVER)
+    try:
+        rc, out, err = seat.run(f"kubectl -n {LEAVER} get pods -o name && ls -A ~")
+        assert rc == 0, err
+        assert "leftover" not in out
+    finally:
+        seat.close()
+
+
+def test_per_seat_handover_leaves_the_other_seats_alone(handover):
+    host = cp1()
+    assert host.run(f"pgrep -u {BYSTANDER} -f 'sleep {SLEEP_MARK}'").rc == 0
+    assert host.run(f"crontab -l -u {BYSTANDER}").rc == 0
+    assert host.file(f"/home/{BYSTANDER}/leftover").exists
+    # Clean up what this module left.
+    host.run(f"pkill -KILL -u {BYSTANDER} -f 'sleep {SLEEP_MARK}'; crontab -r -u {BYSTANDER}; "
+             f"rm -f /home/{BYSTANDER}/leftover /tmp/{BYSTANDER}-leftover /dev/shm/{BYSTANDER}-leftover; "
+             f"for job in $(atq | awk '$NF == \"{BYSTANDER}\" {{print $1}}'); do atrm $job; done")
+
+
+# --- the cluster's own secrets and the instructor's tools ----------------------------
+
+def test_no_bootstrap_token_is_left(core):
+    tokens = core.list_namespaced_secret("kube-system", field_selector="type=bootstrap.kubernetes.io/token").items
+    assert [t.metadata.name for t in tokens] == []
+
+
+def test_teardown_with_limit_still_asks():
+    # stdin is not a terminal: the prompt reads nothing, which is not "yes".
+    cmd = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(INVENTORY),
+           str(REPO / "playbooks" / "teardown.yml"), "--limit", "worker1"]
+    proc = subprocess.run(cmd, cwd=REPO, env=ansible_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=300, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    assert "Teardown not confirmed" in out
+    assert "Reset kubeadm on the node" not in out
+    assert node_host("worker1").file("/etc/kubernetes/kubelet.conf").exists
+
+
+def test_ansible_refuses_a_node_with_another_host_key(tmp_path):
+    """A machine that answers at cp1's address with other keys (ARP spoofing on the shared network) is refused."""
+    fake_cache = tmp_path / "cache"
+    (fake_cache / "lab" / "ssh").mkdir(parents=True)
+    shutil.copy(nodes.ssh_key(), fake_cache / "lab" / "ssh" / "id_ed25519")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
+    kind, blob = (tmp_path / "other.pub").read_text().split()[:2]
+    ip = nodes.BY_NAME[LOGIN_HOST].ip
+    (fake_cache / "lab" / "ssh" / "known_hosts").write_text(f"{ip},{LOGIN_HOST} {kind} {blob}\n")
+    env = ansible_env()
+    env["DRALAB_CACHE"] = str(fake_cache)
+    env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = str(tmp_path / "cp")
+    proc = subprocess.run([str(Path(sys.executable).with_name("ansible")), "-i", str(INVENTORY), LOGIN_HOST,
+                           "-m", "ansible.builtin.ping"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Host key verification failed" in out, out
+    # The real keys, as nodes.py recorded them, are accepted.
+    env["DRALAB_CACHE"] = str(nodes.cache_root())
+    proc = subprocess.run([str(Path(sys.executable).with_name("ansible")), "-i", str(INVENTORY), LOGIN_HOST,
+                           "-m", "ansible.builtin.ping"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_verbose_logs_hold_no_secret(handover, secrets_before):
+    """site.yml (molecule side_effect), users.yml and reset.yml at -vvv: no password, token or join token."""
+    logs = {name: (VERBOSE_LOGS / f"{name}.log") for name in ("site-vvv", "users-vvv", "reset-vvv")}
+    missing = [str(path) for path in logs.values() if not path.is_file()]
+    assert not missing, f"no -vvv log at {missing}: site-vvv comes from molecule's side_effect (make test-lab)"
+    now = credentials()
+    values = set(secrets_before["passwords"].values()) | {row["password"] for row in now.values()}
+    for text in list(secrets_before["kubeconfigs"].values()) + [kubeconfig_of(seat) for seat in now]:
+        values |= {user["user"]["token"] for user in yaml.safe_load(text)["users"]}
+    values.discard("")
+    assert len(values) >= 2 * len(now), "found fewer secrets than seats to look for"
+    for name, path in logs.items():
+        text = path.read_text(errors="replace")
+        assert "PLAY RECAP" in text, f"{path} is not a playbook log"
+        leaked = [value[:4] + "..." for value in values if value in text]
+        assert not leaked, f"{name}: {len(leaked)} seat secret(s) in the -vvv output: {leaked}"
+        joins = sorted(set(BOOTSTRAP_TOKEN.findall(text)))
+        assert not joins, f"{name}: bootstrap token(s) in the -vvv output: {[j[:7] + '...' for j in joins]}"

@@ -1,0 +1,339 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""dra_explain on recorded objects: healthy.json (3 nodes x 8 GPUs, 5 claims) plus explain.json (seed 004 demo 3)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pathlib
+
+import pytest
+
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_explain
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
+NOW = '2026-10-28T10:00:00Z'
+DRIVER = 'gpu.example.com'
+MEMORY = "device.capacity['gpu.example.com'].memory.compareTo(quantity('%s')) >= 0"
+INDEX = "device.attributes['gpu.example.com'].index %s"
+
+
+def _items(raw, path):
+    return copy.deepcopy(raw[path]['items'])
+
+
+@pytest.fixture(name='lab')
+def lab_fixture():
+    raw = json.loads((FIXTURES / 'healthy.json').read_text())
+    extra = json.loads((FIXTURES / 'explain.json').read_text())
+    return {
+        'device_classes': _items(raw, '/apis/resource.k8s.io/v1/deviceclasses'),
+        'slices': _items(raw, '/apis/resource.k8s.io/v1/resourceslices'),
+        'claims': _items(raw, '/apis/resource.k8s.io/v1/resourceclaims') + extra['claims'],
+        'pods': _items(raw, '/api/v1/pods') + extra['pods'],
+        'nodes': _items(raw, '/api/v1/nodes'),
+        'namespaces': _items(raw, '/api/v1/namespaces'),
+        'quotas': extra['quotas'],
+    }
+
+
+def claim(name, namespace='user05', requests=None, constraints=None, uid=True, created='2026-10-28T09:55:00Z'):
+    meta = {'name': name, 'namespace': namespace, 'creationTimestamp': created}
+    if uid:
+        meta['uid'] = 'uid-%s-%s' % (namespace, name)
+    devices = {'requests': requests or [request()]}
+    if constraints:
+        devices['constraints'] = constraints
+    return {'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceClaim', 'metadata': meta,
+            'spec': {'devices': devices}}
+
+
+def request(name='gpu', selectors=(), count=1, mode='ExactCount', device_class=DRIVER, admin=False):
+    exactly = {'deviceClassName': device_class, 'allocationMode': mode}
+    if mode == 'ExactCount':
+        exactly['count'] = count
+    if selectors:
+        exactly['selectors'] = [{'cel': {'expression': e}} for e in selectors]
+    if admin:
+        exactly['adminAccess'] = True
+    return {'name': name, 'exactly': exactly}
+
+
+def allocate(target, devices, created=None):
+    """Give a claim an allocation of (node, device) pairs, as the scheduler writes it."""
+    target['status'] = {'allocation': {'devices': {'results': [
+        {'request': 'gpu', 'driver': DRIVER, 'pool': node, 'device': device} for node, device in devices]}}}
+    if created:
+        target['metadata']['creationTimestamp'] = created
+    return target
+
+
+def explain(lab, target, **changes):
+    data = dict(lab, **changes)
+    claims = data['claims'] + ([target] if target not in data['claims'] else [])
+    return dra_explain.explain_claim(target, device_classes=data['device_classes'], slices=data['slices'],
+                                     claims=claims, pods=data['pods'], nodes=data['nodes'],
+                                     quotas=data['quotas'], namespaces=data['namespaces'], now=NOW)
+
+
+def fill_lab(lab, keep_free=()):
+    """Every GPU of the 3 x 8 lab allocated to one claim of seat userNN (except keep_free)."""
+    claims = []
+    number = 0
+    for node in ('node1', 'node2', 'node3'):
+        for index in range(8):
+            if (node, 'gpu-%d' % index) in keep_free:
+                continue
+            number += 1
+            seat = 'user%02d' % number
+            claims.append(allocate(claim('hold', namespace=seat, created='2026-10-28T0%d:00:00Z' % (number % 8 + 1)),
+                                   [(node, 'gpu-%d' % index)]))
+    return claims
+
+
+def test_demo3_claim_asking_100gi_names_the_largest_memory(lab):
+    huge = next(c for c in lab['claims'] if c['metadata']['name'] == 'huge-gpu-gpu-8k2vd')
+    answer = explain(lab, huge)
+    assert answer['claim'] == 'dra-demo/huge-gpu-gpu-8k2vd'
+    assert answer['allocatable'] is False
+    assert answer['reason'] == 'no_matching_device'
+    assert answer['sentence'] == 'no GPU has memory >= 100Gi (the largest has 80Gi).'
+    row = answer['requests'][0]
+    assert (row['devices_in_class'], row['devices_matching']) == (24, 0)
+
+
+def test_demo3_claim_asking_40gi_is_allocatable(lab):
+    mid = next(c for c in lab['claims'] if c['metadata']['name'] == 'mid-gpu-gpu-q7x2m')
+    answer = explain(lab, mid)
+    assert (answer['allocatable'], answer['reason']) == (True, 'allocatable')
+    row = answer['requests'][0]
+    # healthy.json holds 5 GPUs (node1 gpu-0, gpu-1; node2 gpu-3, gpu-5; node3 gpu-2).
+    assert (row['devices_in_class'], row['devices_matching'], row['devices_free']) == (24, 24, 19)
+    assert sorted(h['claim'] for h in row['holders']) == [
+        'dra-demo/big-gpu-gpu-4tnvz', 'user01/gpu-claim', 'user02/train-1-gpu-wkfpl', 'user03/shared-gpu',
+        'user04/gpu-claim']
+    holder = next(h for h in row['holders'] if h['claim'] == 'user01/gpu-claim')
+    assert (holder['device'], holder['node'], holder['seat'], holder['age']) == ('gpu-0', 'node1', 'user01', '26m')
+
+
+def test_full_lab_names_who_holds_the_gpus(lab):
+    held = fill_lab(lab)
+    target = claim('late', namespace='user30')
+    answer = explain(lab, target, claims=held)
+    assert (answer['allocatable'], answer['reason']) == (False, 'all_matching_in_use')
+    assert answer['sentence'].startswith('24 GPUs match; all are in use: gpu-0 on node1 by user01 for ')
+    assert answer['sentence'].endswith(', and 21 more.')
+    row = answer['requests'][0]
+    assert (row['devices_matching'], row['devices_free'], len(row['holders'])) == (24, 0, 24)
+    assert {h['namespace'] for h in row['holders']} == set('user%02d' % n for n in range(1, 25))
+    # healthy.json labels the namespaces user01..user06 as seats.
+    assert [h['seat'] for h in row['holders'][:7]] == ['user01', 'user02', 'user03', 'user04', 'user05', 'user06', None]
+
+
+def test_full_lab_with_one_gpu_freed_is_allocatable(lab):
+    held = fill_lab(lab, keep_free={('node2', 'gpu-6')})
+    answer = explain(lab, claim('late'), claims=held)
+    assert answer['allocatable'] is True
+    assert answer['node'] == 'node2'
+    assert 'gpu-6 on node2' in answer['sentence']
+
+
+def test_admin_access_ignores_allocations(lab):
+    held = fill_lab(lab)
+    answer = explain(lab, claim('observer', requests=[request(admin=True)]), claims=held)
+    assert answer['allocatable'] is True
+
+
+def test_two_gpus_on_one_node_when_only_one_free_per_node(lab):
+    held = fill_lab(lab, keep_free={('node1', 'gpu-1'), ('node2', 'gpu-2'), ('node3', 'gpu-3')})
+    answer = explain(lab, claim('pair', requests=[request(count=2)]), claims=held)
+    assert answer['reason'] == 'all_matching_in_use'
+    assert '3 of the 24 matching are free, but at most 1 on one node' in answer['sentence']
+
+
+def test_count_larger_than_a_node(lab):
+    answer = explain(lab, claim('nine', requests=[request(count=9)]))
+    assert answer['reason'] == 'too_few_per_node'
+    assert 'asks for 9 GPUs on one node, but at most 8' in answer['sentence']
+
+
+def test_match_attribute_model_is_allocatable(lab):
+    target = claim('two', requests=[request('a'), request('b')],
+                   constraints=[{'requests': ['a', 'b'], 'matchAttribute': 'gpu.example.com/model'}])
+    assert explain(lab, target)['allocatable'] is True
+
+
+def test_match_attribute_index_cannot_be_met_on_one_node(lab):
+    # Two different GPUs with the same index exist only on different nodes.
+    target = claim('two', requests=[request('a'), request('b')],
+                   constraints=[{'requests': ['a', 'b'], 'matchAttribute': 'gpu.example.com/index'}])
+    answer = explain(lab, target)
+    assert (answer['allocatable'], answer['reason']) == (False, 'constraint_unsatisfiable')
+    assert answer['sentence'] == (
+        'each request could be served alone, but the requests must get devices with the same gpu.example.com/index '
+        '(matchAttribute) on one node, and no node has such devices even when all are free.')
+    # Without the constraint the same two requests fit.
+    del target['spec']['devices']['constraints']
+    assert explain(lab, target)['allocatable'] is True
+
+
+def test_two_requests_with_one_free_gpu_per_node(lab):
+    held = fill_lab(lab, keep_free={('node1', 'gpu-1'), ('node2', 'gpu-2'), ('node3', 'gpu-3')})
+    target = claim('two', requests=[request('a'), request('b')],
+                   constraints=[{'requests': ['a', 'b'], 'matchAttribute': 'gpu.example.com/model'}])
+    answer = explain(lab, target, claims=held)
+    # The constraint is not the obstacle (all GPUs share the model): the two GPUs do not fit on one node.
+    assert (answer['allocatable'], answer['reason']) == (False, 'requests_do_not_fit')
+    assert answer['sentence'].endswith('not now: enough of them exist, but some are in use.')
+
+
+def test_match_attribute_missing_attribute(lab):
+    target = claim('two', requests=[request('a'), request('b')],
+                   constraints=[{'matchAttribute': 'example.com/rack'}])
+    assert explain(lab, target)['reason'] == 'constraint_unsatisfiable'
+
+
+def test_first_available_falls_back_to_the_second_subrequest(lab):
+    target = claim('fallback', requests=[{'name': 'gpu', 'firstAvailable': [
+        {'name': 'big', 'deviceClassName': DRIVER, 'selectors': [{'cel': {'expression': MEMORY % '100Gi'}}]},
+        {'name': 'small', 'deviceClassName': DRIVER, 'selectors': [{'cel': {'expression': MEMORY % '40Gi'}}]},
+    ]}])
+    answer = explain(lab, target)
+    assert answer['allocatable'] is True
+    assert [(r['name'], r['devices_matching']) for r in answer['requests']] == [('gpu/big', 0), ('gpu/small', 24)]
+
+
+def test_first_available_all_impossible(lab):
+    target = claim('fallback', requests=[{'name': 'gpu', 'firstAvailable': [
+        {'name': 'big', 'deviceClassName': DRIVER, 'selectors': [{'cel': {'expression': MEMORY % '100Gi'}}]},
+        {'name': 'many', 'deviceClassName': DRIVER, 'count': 10},
+    ]}])
+    answer = explain(lab, target)
+    assert answer['allocatable'] is False
+    assert answer['sentence'].startswith('none of the 2 alternatives of request gpu can be served: gpu/big: no GPU '
+                                         'has memory >= 100Gi')
+    assert 'gpu/many: request gpu/many asks for 10 GPUs on one node' in answer['sentence']
+
+
+def test_all_mode_needs_every_matching_device_free(lab):
+    # healthy.json holds node1 gpu-0 and gpu-1: node1's GPUs cannot all be had, node2 and node3 hold some too.
+    answer = explain(lab, claim('everything', requests=[request(mode='All')]))
+    assert (answer['allocatable'], answer['reason']) == (False, 'all_matching_in_use')
+    assert answer['requests'][0]['count'] is None
+    free_lab = [c for c in lab['claims'] if not (c.get('status') or {}).get('allocation')]
+    assert explain(lab, claim('everything', requests=[request(mode='All')]), claims=free_lab)['allocatable'] is True
+
+
+def test_all_mode_on_one_node_by_index_range(lab):
+    target = claim('high', requests=[request(mode='All', selectors=[INDEX % '>= 6'])])
+    # gpu-6 and gpu-7 are free on every node.
+    assert explain(lab, target)['allocatable'] is True
+
+
+def test_unknown_class(lab):
+    answer = explain(lab, claim('typo', requests=[request(device_class='gpu.exmaple.com')]))
+    assert answer['reason'] == 'no_such_class'
+    assert 'gpu.exmaple.com' in answer['sentence'] and 'gpu.example.com' in answer['sentence']
+
+
+def test_invalid_selector(lab):
+    answer = explain(lab, claim('bad', requests=[request(selectors=['device.memory > 1'])]))
+    assert answer['reason'] == 'invalid_selector'
+    assert "device has no field 'memory'" in answer['sentence']
+
+
+def test_selector_runtime_error(lab):
+    answer = explain(lab, claim('bad', requests=[request(selectors=["device.attributes['gpu.example.com'].numa == 0"])]))
+    assert answer['reason'] == 'selector_runtime_error'
+    assert 'numa' in answer['sentence']
+
+
+def test_attribute_selector_lists_what_is_offered(lab):
+    answer = explain(lab, claim('h100', requests=[request(selectors=[
+        "device.attributes['gpu.example.com'].model == 'H100'"])]))
+    assert answer['reason'] == 'no_matching_device'
+    assert 'model offered: LATEST-GPU-MODEL' in answer['sentence']
+
+
+def test_nodes_not_ready(lab):
+    nodes = copy.deepcopy(lab['nodes'])
+    for node in nodes:
+        for cond in node['status']['conditions']:
+            if cond['type'] == 'Ready':
+                cond.update(status='Unknown', reason='NodeStatusUnknown')
+    answer = explain(lab, claim('any'), nodes=nodes)
+    assert answer['reason'] == 'nodes_not_ready'
+    assert 'node1 is NotReady' in answer['sentence']
+
+
+def test_cordoned_node_and_taint(lab):
+    nodes = copy.deepcopy(lab['nodes'])
+    nodes[0]['spec']['unschedulable'] = True
+    nodes[1]['spec']['taints'] = [{'key': 'maintenance', 'effect': 'NoSchedule'}]
+    held = fill_lab(lab, keep_free={('node1', 'gpu-0'), ('node2', 'gpu-0')})
+    answer = explain(lab, claim('any'), nodes=nodes, claims=held)
+    assert answer['reason'] == 'nodes_not_ready'
+    assert answer['sentence'] == (
+        'the free matching GPUs (gpu-0 on node1, gpu-0 on node2) are on nodes the pod cannot use: node1 is cordoned '
+        '(unschedulable) and node2 is tainted maintenance:NoSchedule; the others are in use.')
+    tolerating = {'metadata': {'name': 'p', 'namespace': 'user05'},
+                  'spec': {'resourceClaims': [{'name': 'gpu', 'resourceClaimName': 'any'}],
+                           'tolerations': [{'key': 'maintenance', 'operator': 'Exists'}]}, 'status': {}}
+    answer = explain(lab, claim('any'), nodes=nodes, claims=held, pods=[tolerating])
+    assert (answer['allocatable'], answer['node']) == (True, 'node2')
+
+
+def test_quota_of_a_claim_not_created_yet(lab):
+    draft = claim('another', namespace='user04', uid=False)
+    answer = explain(lab, draft)
+    assert (answer['allocatable'], answer['reason']) == (False, 'quota_exceeded')
+    assert 'allows 1 devices of class gpu.example.com and 1 are in use' in answer['sentence']
+    # An existing claim already passed quota at creation: only devices decide.
+    assert explain(lab, claim('another', namespace='user04'))['allocatable'] is True
+
+
+def test_allocated_claim(lab):
+    answer = explain(lab, lab['claims'][0])
+    assert (answer['allocatable'], answer['reason']) == (False, 'allocated')
+    assert answer['sentence'] == 'already allocated: gpu-0 on node1.'
+
+
+def test_explain_pending_indexes_once(lab, monkeypatch):
+    """10,000 pending claims with 3 selector shapes: CEL runs once per (expression, device), not per claim."""
+    calls = []
+    real = dra_cel.evaluate
+
+    def counting(expression, variable, consumable_capacity=False):
+        calls.append(expression)
+        return real(expression, variable, consumable_capacity)
+
+    monkeypatch.setattr(dra_cel, 'evaluate', counting)
+    shapes = [[MEMORY % '40Gi'], [MEMORY % '100Gi'], [INDEX % '< 4']]
+    pending = [claim('c%05d' % n, namespace='user%02d' % (n % 72 + 1), requests=[request(selectors=shapes[n % 3])])
+               for n in range(10000)]
+    answers = dra_explain.explain_pending(device_classes=lab['device_classes'], slices=lab['slices'],
+                                          claims=lab['claims'] + pending, pods=lab['pods'], nodes=lab['nodes'],
+                                          namespaces=lab['namespaces'], now=NOW)
+    # explain.json adds two pending claims: demo 3's >= 100Gi (no match) and a >= 40Gi one (allocatable).
+    assert len(answers) == 10002
+    reasons = {}
+    for answer in answers:
+        reasons[answer['reason']] = reasons.get(answer['reason'], 0) + 1
+    assert reasons == {'allocatable': 3334 + 3333 + 1, 'no_matching_device': 3333 + 1}
+    # 5 distinct expressions (the class selector, 40Gi, 100Gi, index < 4, the demo's model) x 24 devices.
+    assert len(calls) == 24 * 5
+
+
+def test_shared_devices_are_reported_as_not_modeled(lab):
+    lab['slices'][0]['spec']['devices'][0]['allowMultipleAllocations'] = True
+    answer = explain(lab, claim('any'))
+    assert answer['not_modeled'] == ['shared devices (allowMultipleAllocations, consumable capacity)']
+    assert explain(lab, claim('any', requests=[request(device_class='nope')]))['reason'] == 'no_such_class'
+
+
+def test_without_node_objects_every_publishing_node_counts(lab):
+    answer = explain(lab, claim('any'), nodes=[])
+    assert answer['allocatable'] is True
+    assert answer['not_modeled'] == ['node readiness (no Node objects given)']

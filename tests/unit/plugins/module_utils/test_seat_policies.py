@@ -1,0 +1,53 @@
+"""The admission policies of the seats: their shape (the integration tier proves what they refuse)."""
+
+from __future__ import annotations
+
+from ansible_collections.dralab.workshop.plugins.module_utils import seat_model, seat_policies
+
+
+def by_kind_and_name(objects):
+    return {(o['kind'], o['metadata']['name']): o for o in objects}
+
+
+def test_every_policy_has_a_binding_that_denies():
+    objects = by_kind_and_name(seat_policies.seat_policies())
+    assert len(objects) == 10
+    for name in seat_policies.POLICY_NAMES:
+        policy = objects[('ValidatingAdmissionPolicy', name)]
+        binding = objects[('ValidatingAdmissionPolicyBinding', name)]
+        assert policy['apiVersion'] == binding['apiVersion'] == 'admissionregistration.k8s.io/v1'
+        assert policy['spec']['failurePolicy'] == 'Fail'
+        assert binding['spec']['policyName'] == name and binding['spec']['validationActions'] == ['Deny']
+        assert policy['metadata']['labels'] == seat_model.managed_labels()
+
+
+def test_policies_select_seat_namespaces_by_the_namespace_labels():
+    selector = {'matchLabels': {seat_model.MANAGED_BY_LABEL: seat_model.MANAGED_BY},
+                'matchExpressions': [{'key': seat_model.SEAT_LABEL, 'operator': 'Exists'}]}
+    for obj in seat_policies.seat_policies():
+        if obj['kind'] == 'ValidatingAdmissionPolicy':
+            assert obj['spec']['matchConstraints']['namespaceSelector'] == selector
+            assert 'objectSelector' not in obj['spec']['matchConstraints']  # never labels a seat could set
+        else:
+            assert obj['spec']['matchResources']['namespaceSelector'] == selector
+
+
+def test_claim_count_policy_reads_the_seats_own_quota():
+    objects = by_kind_and_name(seat_policies.seat_policies())
+    policy = objects[('ValidatingAdmissionPolicy', seat_policies.CLAIM_COUNT_POLICY)]
+    binding = objects[('ValidatingAdmissionPolicyBinding', seat_policies.CLAIM_COUNT_POLICY)]
+    assert policy['spec']['paramKind'] == {'apiVersion': 'v1', 'kind': 'ResourceQuota'}
+    # No namespace: the quota of the request's namespace.
+    assert binding['spec']['paramRef'] == {'name': seat_model.QUOTA_NAME, 'parameterNotFoundAction': 'Deny'}
+    assert seat_model.CLAIM_COUNT_KEY in policy['spec']['variables'][0]['expression']
+
+
+def test_size_policies_check_claims_and_templates_on_create():
+    objects = by_kind_and_name(seat_policies.seat_policies())
+    for name, resource, spec in ((seat_policies.CLAIM_SIZE_POLICY, 'resourceclaims', 'object.spec'),
+                                 (seat_policies.TEMPLATE_SIZE_POLICY, 'resourceclaimtemplates', 'object.spec.spec')):
+        policy = objects[('ValidatingAdmissionPolicy', name)]
+        [rule] = policy['spec']['matchConstraints']['resourceRules']
+        assert rule['resources'] == [resource] and rule['operations'] == ['CREATE']
+        assert policy['spec']['variables'][0]['expression'].startswith('has(%s.devices)' % spec)
+        assert policy['spec']['validations'][1]['expression'] == 'variables.devices <= 1'

@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The imports of plugins/module_utils follow the layers of docs/architecture.md."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+MODULE_UTILS = REPO / 'plugins' / 'module_utils'
+OURS = 'ansible_collections.dralab.workshop.plugins.'
+LAYERS = ('values', 'settings', 'model', 'client')
+
+
+def documented_layers(text=None):
+    """module name -> layer index, from the table between the layers markers of docs/architecture.md."""
+    text = text if text is not None else (REPO / 'docs' / 'architecture.md').read_text()
+    table = text[text.index('<!-- layers: module | layer -->'):text.index('<!-- layers: end -->')]
+    layers = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip('|').split('|')]
+        if len(cells) >= 2 and cells[0].endswith('.py'):
+            assert cells[1] in LAYERS, line
+            layers[cells[0][:-3]] = LAYERS.index(cells[1])
+    return layers
+
+
+def imports_of(path):
+    """(name, line) of every import of ours in a file (top level or inside functions)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == OURS + 'module_utils':
+                found.extend(('module_utils.' + alias.name, node.lineno) for alias in node.names)
+            elif node.module.startswith(OURS):
+                found.append((node.module[len(OURS):], node.lineno))
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name[len(OURS):], node.lineno) for alias in node.names if alias.name.startswith(OURS))
+    return found
+
+
+def graph():
+    return dict((path.stem, imports_of(path)) for path in sorted(MODULE_UTILS.glob('*.py'))
+                if path.stem != '__init__')
+
+
+def problems(layers, imports):
+    """Every import that breaks the documented layering, and every loop."""
+    found = []
+    for module, targets in sorted(imports.items()):
+        if module not in layers:
+            found.append('plugins/module_utils/%s.py is not in the layer table of docs/architecture.md' % module)
+            continue
+        for target, line in targets:
+            if not target.startswith('module_utils.'):
+                found.append('%s.py:%d imports %s: module_utils never imports modules or filters'
+                             % (module, line, target))
+                continue
+            name = target.split('.')[1]
+            if name not in layers:
+                found.append('%s.py:%d imports %s, which is not in the layer table' % (module, line, name))
+            elif layers[module] == 0:
+                found.append('%s.py:%d imports %s: a values module imports nothing of ours' % (module, line, name))
+            elif layers[name] > layers[module]:
+                found.append('%s.py:%d imports %s: layer %s may not import layer %s'
+                             % (module, line, name, LAYERS[layers[module]], LAYERS[layers[name]]))
+    edges = dict((module, sorted(set(t.split('.')[1] for t, dummy in targets if t.startswith('module_utils.'))))
+                 for module, targets in imports.items())
+    state = {}
+
+    def visit(module, path):
+        state[module] = 'open'
+        for target in edges.get(module, ()):
+            if state.get(target) == 'open':
+                found.append('import loop: %s' % ' -> '.join(path[path.index(target):] + [target]))
+            elif target not in state:
+                visit(target, path + [target])
+        state[module] = 'done'
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
+def test_module_utils_follow_the_documented_layers():
+    imports = graph()
+    assert len(imports) >= 10 and any(imports.values())
+    assert problems(documented_layers(), imports) == []
+
+
+@pytest.mark.parametrize('imports, expected', [
+    ({'values': [('module_utils.lab_settings', 3)], 'lab_settings': [('module_utils.values', 1)]},
+     ['values.py:3 imports lab_settings: a values module imports nothing of ours',
+      'import loop: lab_settings -> values -> lab_settings']),
+    ({'k8s_client': [], 'seat_model': [('module_utils.k8s_client', 7)]},
+     ['seat_model.py:7 imports k8s_client: layer model may not import layer client']),
+    ({'seat_model': [('modules.seat_objects', 9)]},
+     ['seat_model.py:9 imports modules.seat_objects: module_utils never imports modules or filters']),
+    ({'newcomer': []}, ['plugins/module_utils/newcomer.py is not in the layer table of docs/architecture.md']),
+    ({'seat_model': [('module_utils.device_class_menu', 1)], 'device_class_menu': [('module_utils.seat_model', 2)]},
+     ['import loop: device_class_menu -> seat_model -> device_class_menu']),
+])
+def test_each_kind_of_break_is_found(imports, expected):
+    assert problems(documented_layers(), imports) == expected
+
+
+def test_imports_inside_functions_count(tmp_path):
+    path = tmp_path / 'lazy.py'
+    path.write_text('def late():\n    from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import validate\n')
+    assert imports_of(path) == [('module_utils.lab_config', 2)]

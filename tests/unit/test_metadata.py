@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Version metadata that must agree: Ansible, the Kubernetes client, the OS platforms of the roles."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client
+from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import (
+    SUPPORTED_OS_RELEASES,
+    TESTED_OS_RELEASES,
+)
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ROLE_METAS = sorted(REPO.glob('roles/*/meta/main.yml'))
+# meta/main.yml names releases by codename.
+CODENAMES = {'bookworm': ('Debian', '12'), 'trixie': ('Debian', '13'), 'jammy': ('Ubuntu', '22.04'),
+             'noble': ('Ubuntu', '24.04')}
+
+
+def requires_ansible():
+    text = yaml.safe_load((REPO / 'meta' / 'runtime.yml').read_text())['requires_ansible']
+    match = re.match(r'^>=\s*(\d+)\.(\d+)(?:\.\d+)?$', text)
+    assert match, 'meta/runtime.yml requires_ansible %r is not ">=X.Y.Z"' % text
+    return '%s.%s' % match.groups()
+
+
+@pytest.mark.parametrize('meta', ROLE_METAS, ids=[path.parts[-3] for path in ROLE_METAS])
+def test_role_minimum_ansible_is_the_collections(meta):
+    info = yaml.safe_load(meta.read_text())['galaxy_info']
+    assert str(info['min_ansible_version']) == requires_ansible(), meta
+
+
+@pytest.mark.parametrize('meta', ROLE_METAS, ids=[path.parts[-3] for path in ROLE_METAS])
+def test_role_platforms_are_what_a_test_runs(meta):
+    info = yaml.safe_load(meta.read_text())['galaxy_info']
+    releases = [CODENAMES.get(str(version), (platform['name'], str(version)))
+                for platform in info['platforms'] for version in platform['versions']]
+    assert releases, meta
+    for release in releases:
+        assert release in TESTED_OS_RELEASES, '%s lists %s %s, which no test runs' % (meta, release[0], release[1])
+
+
+def test_tested_releases_pass_the_preflight():
+    assert set(TESTED_OS_RELEASES) <= set(SUPPORTED_OS_RELEASES)
+
+
+def test_kubernetes_client_version_agrees():
+    requirement = k8s_client.KUBERNETES_REQUIREMENT
+    lines = [line.split('#')[0].strip() for line in (REPO / 'requirements.txt').read_text().splitlines()]
+    assert requirement in lines, 'requirements.txt does not pin %s' % requirement
+    minimum = requirement.split('>=')[1]
+    fragment = (REPO / 'plugins' / 'doc_fragments' / 'k8s_auth.py').read_text()
+    assert 'kubernetes >= %s (Python client)' % minimum in fragment
+    dev = [line for line in (REPO / 'requirements-dev.txt').read_text().splitlines() if line.startswith('kubernetes==')]
+    assert len(dev) == 1
+    pinned = tuple(int(part) for part in dev[0].split('==')[1].split('.'))
+    assert pinned >= tuple(int(part) for part in minimum.split('.')), 'requirements-dev.txt pins an older client'

@@ -1,0 +1,54 @@
+"""The occupancy board: what the reaper publishes to every seat and how can-has-gpu reads it back."""
+
+from __future__ import annotations
+
+import json
+
+from can_has_gpu.board import board_claims, board_data, free_devices, published_devices, read_board
+from can_has_gpu.settings import BOARD_KEY, LEASE_EXPIRES
+
+
+def claim(name, ns, device=None, annotations=None):
+    status = {"reservedFor": [{"resource": "pods", "name": f"{name}-holder", "uid": "u1"}]}
+    if device:
+        status["allocation"] = {"devices": {"results": [{"driver": "gpu.example.com", "pool": device[0],
+                                                         "device": device[1], "request": "gpu"}]}}
+    return {"metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "creationTimestamp": "2026-12-01T10:00:00Z",
+                         "annotations": annotations or {}, "labels": {"secret-label": "x"}},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+            "status": status}
+
+
+def slice_of(node, count=8):
+    return {"spec": {"driver": "gpu.example.com", "nodeName": node, "pool": {"name": node},
+                     "devices": [{"name": f"gpu-{i}"} for i in range(count)]}}
+
+
+def test_board_holds_allocated_seat_claims_only_trimmed():
+    claims = [claim("a", "user01", ("worker1", "gpu-3"), {LEASE_EXPIRES: "2026-12-01T12:00:00Z", "other": "x"}),
+              claim("b", "user02"),  # pending
+              claim("c", "kube-system", ("worker1", "gpu-4"))]  # not a seat
+    rows = board_claims({"user01": "user01", "user02": "user02"}, claims)
+    assert [r["metadata"]["name"] for r in rows] == ["a"]
+    meta = rows[0]["metadata"]
+    assert meta["labels"] == {"dralab.workshop/seat": "user01"}
+    assert meta["annotations"] == {LEASE_EXPIRES: "2026-12-01T12:00:00Z"}
+    assert rows[0]["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-3"
+
+
+def test_board_round_trip_and_bad_boards():
+    rows = board_claims({"user01": "user01"}, [claim("a", "user01", ("worker1", "gpu-3"))])
+    data = board_data(rows)
+    assert board_data(rows) == data  # stable: an unchanged board is not rewritten
+    assert read_board({"data": data}) == json.loads(json.dumps(rows))
+    assert read_board(None) is None
+    assert read_board({"data": {BOARD_KEY: "not json"}}) is None
+    assert read_board({"data": {BOARD_KEY: json.dumps({"format": 99, "claims": []})}}) is None
+
+
+def test_free_devices_subtracts_every_allocation():
+    slices = [slice_of("worker1"), slice_of("worker2")]
+    assert len(published_devices(slices, "gpu.example.com")) == 16
+    claims = [claim("a", "user01", ("worker1", "gpu-3")), claim("b", "user02", ("worker2", "gpu-0"))]
+    free = free_devices(slices, claims, "gpu.example.com")
+    assert len(free) == 14 and ("worker1", "gpu-3") not in free and ("worker1", "gpu-2") in free

@@ -1,0 +1,170 @@
+"""can-has-gpu's arguments, refusals (one sentence, non-zero exit, no traceback) and text output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from can_has_gpu import cli, render
+from can_has_gpu.api import Refusal, quota_sentence, refusal_from
+from can_has_gpu.objects import claim_body, holder_pod, memory_selector, workload_pod
+from can_has_gpu.settings import LEASE_EXPIRES, SettingsError, load_settings
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+
+QUOTA_MESSAGE = ('Kubernetes API POST /apis/resource.k8s.io/v1/namespaces/user01/resourceclaims failed (HTTP 403): '
+                 'resourceclaims.resource.k8s.io "gpu-abcde" is forbidden: exceeded quota: dralab-seat-quota, '
+                 'requested: count/resourceclaims.resource.k8s.io=1,gpu.example.com.deviceclass.resource.k8s.io/devices=1, '
+                 'used: count/resourceclaims.resource.k8s.io=1,gpu.example.com.deviceclass.resource.k8s.io/devices=1, '
+                 'limited: count/resourceclaims.resource.k8s.io=2,gpu.example.com.deviceclass.resource.k8s.io/devices=1. '
+                 'The user lacks RBAC permission for this request.')
+
+
+@pytest.fixture(autouse=True)
+def no_settings_file(monkeypatch, tmp_path):
+    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(tmp_path / "absent.json"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+
+
+def test_parser_commands_and_options():
+    parser = cli.build_parser()
+    args = parser.parse_args(["reserve", "--class", "gpu-40gi.example.com", "--memory", "40Gi", "--count", "2",
+                              "--for", "1h", "-o", "json"])
+    assert (args.command, args.device_class, args.memory, args.count, args.lease, args.output) == \
+        ("reserve", "gpu-40gi.example.com", "40Gi", 2, "1h", "json")
+    args = parser.parse_args(["run", "--claim", "gpu-x", "--", "busybox:1.37", "sh", "-c", "echo $GPU_DEVICE_N"])
+    assert (args.claim, args.image, args.cmd) == ("gpu-x", "busybox:1.37", ["sh", "-c", "echo $GPU_DEVICE_N"])
+    assert parser.parse_args(["release", "--all"]).all is True
+    assert parser.parse_args(["why"]).claim is None
+    assert parser.parse_args(["--output", "json", "status"]).output == "json"
+
+
+def test_help_has_examples(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--help"])
+    assert info.value.code == 0
+    text = capsys.readouterr().out
+    for command in ("reserve", "run", "status", "why", "release"):
+        assert f"can-has-gpu {command}" in text
+
+
+@pytest.mark.parametrize("argv, code, words", [
+    (["reserve", "--for", "9h"], 1, "the longest lease is 8h"),
+    (["reserve", "--memory", "lots"], 2, "--memory lots is not a quantity"),
+    (["reserve", "--count", "0"], 2, "ask for 1 to 8 GPUs"),
+    (["status"], 1, "No kubeconfig at"),
+    (["frobnicate"], 2, "invalid choice"),
+])
+def test_refusals_are_one_sentence_and_an_exit_code(capsys, argv, code, words):
+    assert cli.main(argv) == code
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.startswith("can-has-gpu:")]
+    assert len(lines) == 1 and words in lines[0], captured.err
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_refusals_in_json(capsys):
+    assert cli.main(["status", "-o", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["error"] == "no_kubeconfig" and "No kubeconfig" in data["sentence"]
+
+
+def test_api_down_is_a_sentence(capsys, tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u", "namespace": "user01"}}]}))
+    assert cli.main(["status", "--kubeconfig", str(kubeconfig)]) == 4
+    err = capsys.readouterr().err
+    assert "Cannot reach the lab's Kubernetes API" in err and "Traceback" not in err
+
+
+def test_quota_and_status_refusals():
+    assert quota_sentence(QUOTA_MESSAGE).startswith(
+        "Your seat may hold 1 GPU(s) of class gpu.example.com and already uses 1: release one first")
+    refusal = refusal_from(K8sError(QUOTA_MESSAGE, status=403), "creating your claim")
+    assert refusal.reason == "quota" and refusal.code == 1
+    assert refusal_from(K8sError("x", status=None), "listing").code == 4
+    assert refusal_from(K8sError("x", status=401), "listing").reason == "unauthorized"
+    assert "only works in your own namespace" in refusal_from(K8sError("x", status=403), "deleting").sentence
+    assert isinstance(refusal, Refusal)
+    claims_full = QUOTA_MESSAGE.replace("used: count/resourceclaims.resource.k8s.io=1,gpu.example.com.deviceclass"
+                                        ".resource.k8s.io/devices=1", "used: count/resourceclaims.resource.k8s.io=2,"
+                                        "gpu.example.com.deviceclass.resource.k8s.io/devices=0")
+    assert quota_sentence(claims_full).startswith("Your seat may have 2 claim(s) and already has 2")
+
+
+POLICY_MESSAGE = (
+    "Kubernetes API POST /apis/resource.k8s.io/v1/namespaces/user05/resourceclaims failed (HTTP 403): "
+    "resourceclaims.resource.k8s.io \"gpu-x\" is forbidden: ValidatingAdmissionPolicy 'dralab-seat-claim-count' "
+    "with binding 'dralab-seat-claim-count' denied request: this seat already holds 1 of 1 GPU claim(s); list them "
+    "with kubectl get resourceclaims and delete one to free it.. The user lacks RBAC permission for this request.")
+
+
+def test_policy_refusals():
+    held = refusal_from(K8sError(POLICY_MESSAGE, status=403), "creating your claim")
+    assert held.reason == "quota" and held.code == 1
+    assert held.sentence == ("Your seat may hold 1 GPU(s) and already holds 1: release one first "
+                             "(can-has-gpu status lists them, can-has-gpu release NAME frees one).")
+    other = POLICY_MESSAGE.split("denied request: ", maxsplit=1)[0] + (
+        "denied request: allocationMode All would take every matching GPU of the shared lab.")
+    refusal = refusal_from(K8sError(other, status=403), "creating your claim")
+    assert refusal.reason == "policy"
+    assert refusal.sentence == ("The lab does not allow this (creating your claim): allocationMode All would take "
+                                "every matching GPU of the shared lab.")
+
+
+def test_objects():
+    body = claim_body("gpu.example.com", 2, [memory_selector("gpu.example.com", "40Gi")], "2026-12-01T12:00:00Z", "2h")
+    exactly = body["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly["count"] == 2 and exactly["allocationMode"] == "ExactCount"
+    assert exactly["selectors"] == [{"cel": {"expression":
+                                             "device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"}}]
+    assert body["metadata"]["annotations"][LEASE_EXPIRES] == "2026-12-01T12:00:00Z"
+    holder = holder_pod("gpu-abcde", "busybox:1.37")
+    assert holder["metadata"]["name"] == "gpu-abcde-holder"
+    assert holder["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimName": "gpu-abcde"}]
+    assert holder["spec"]["containers"][0]["resources"]["claims"] == [{"name": "gpu"}]
+    run = workload_pod("gpu-abcde-run-1", "gpu-abcde", "busybox:1.37", ["sh", "-c", "echo hi"])
+    assert run["spec"]["restartPolicy"] == "Never" and run["spec"]["containers"][0]["command"][0] == "sh"
+    assert "command" not in workload_pod("p", "c", "img", [])["spec"]["containers"][0]
+
+
+def test_settings_file(tmp_path, monkeypatch):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"lease_default": "1h", "lease_max": "4h", "default_class": "x"}))
+    settings = load_settings(str(path))
+    assert (settings.lease_default_seconds, settings.lease_max_seconds, settings.default_class) == (3600, 14400, "x")
+    path.write_text(json.dumps({"lease_default": "5h", "lease_max": "4h"}))
+    with pytest.raises(SettingsError, match="longer than lease_max"):
+        load_settings(str(path))
+    path.write_text(json.dumps({"lease_maximum": "4h"}))
+    with pytest.raises(SettingsError, match="unknown field"):
+        load_settings(str(path))
+    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(path))
+    assert cli.main(["status"]) == 1
+
+
+def test_status_text():
+    report = {"namespace": "user01", "free": {"free": 23, "published": 24, "by_node": {"worker1": 7, "worker2": 8}},
+              "claims": [{"name": "gpu-abcde", "state": "in use", "age_seconds": 300, "lease_left_seconds": 6900,
+                          "pods": ["gpu-abcde-holder"],
+                          "devices": [{"device": "gpu-3", "node": "worker1", "data": {"model": "LATEST-GPU-MODEL"}}]}]}
+    text = render.status_text(report)
+    lines = text.splitlines()
+    assert lines[0].split() == ["CLAIM", "STATE", "DEVICE", "NODE", "AGE", "LEASE", "LEFT", "PODS"]
+    assert lines[1].split() == ["gpu-abcde", "in", "use", "gpu-3", "worker1", "5m", "1h55m", "gpu-abcde-holder"]
+    assert "gpu-abcde gpu-3: model=LATEST-GPU-MODEL" in text
+    assert text.endswith("Free GPUs in the lab: 23 of 24 (worker1 7, worker2 8)")
+    empty = render.status_text({"namespace": "user01", "claims": [], "free": None})
+    assert "You hold no claims in user01" in empty and "unknown" in empty
+
+
+def test_reserved_text():
+    text = render.reserved_text({"claim": "gpu-abcde", "devices": [{"device": "gpu-3", "node": "worker1",
+                                                                    "memory": "80Gi"}],
+                                 "lease_expires": "2026-12-01T14:00:00Z", "lease_left_seconds": 7200})
+    assert text.splitlines()[0] == "Reserved gpu-abcde: gpu-3 on worker1 (80Gi), lease until 2026-12-01T14:00:00Z (2h)."

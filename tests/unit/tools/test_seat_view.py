@@ -1,0 +1,75 @@
+"""What a seat learns from the board and the explainer, on recorded-like objects: the full lab names its
+holders, a >= 100Gi request names the largest memory, a free GPU is allocatable."""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+from can_has_gpu.board import board_claims, read_board, board_data
+from can_has_gpu.lab import SeatView, explain
+from can_has_gpu.objects import claim_body, memory_selector
+
+NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+NODES = ("cp1", "worker1", "worker2")
+CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
+         "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}
+
+
+def slices():
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpu"},
+             "spec": {"driver": "gpu.example.com", "nodeName": node,
+                      "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                      "devices": [{"name": f"gpu-{i}",
+                                   "attributes": {"index": {"int": i}, "model": {"string": "LATEST-GPU-MODEL"}},
+                                   "capacity": {"memory": {"value": "80Gi"}, "compute": {"value": "100"}}}
+                                  for i in range(8)]}} for node in NODES]
+
+
+def nodes():
+    return [{"metadata": {"name": n}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}} for n in NODES]
+
+
+def held(seat, node, index):
+    claim = claim_body("gpu.example.com", 1, [], "2026-12-01T14:00:00Z", "2h")
+    claim["metadata"].update(name=f"gpu-{seat}", namespace=seat, uid=f"uid-{seat}",
+                             creationTimestamp="2026-12-01T10:00:00Z")
+    claim["status"] = {"allocation": {"devices": {"results": [
+        {"driver": "gpu.example.com", "pool": node, "device": f"gpu-{index}", "request": "gpu"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+        "reservedFor": [{"resource": "pods", "name": f"gpu-{seat}-holder", "uid": f"pod-{seat}"}]}
+    return claim
+
+
+def mine(selectors=()):
+    claim = claim_body("gpu.example.com", 1, list(selectors), "2026-12-01T14:00:00Z", "2h")
+    claim["metadata"].update(name="gpu-mine", namespace="user72", uid="uid-mine",
+                             creationTimestamp="2026-12-01T11:59:00Z")
+    return claim
+
+
+def view(holders, own):
+    seats = {f"user{i:02d}": f"user{i:02d}" for i in range(1, 73)}
+    board = read_board({"data": board_data(board_claims(seats, holders))})
+    return SeatView("user72", [own], [], slices(), [CLASS], nodes(), [], board)
+
+
+def test_a_full_lab_names_who_holds_the_gpus():
+    holders = [held(f"user{n * 8 + i + 1:02d}", node, i) for n, node in enumerate(NODES) for i in range(8)]
+    answer = explain(view(holders, mine()), mine(), NOW)
+    assert answer["allocatable"] is False, answer
+    named = set(re.findall(r"\buser\d{2}\b", answer["sentence"]))
+    assert named and named <= {f"user{i:02d}" for i in range(1, 25)}, answer["sentence"]
+
+
+def test_one_free_gpu_is_allocatable():
+    holders = [held(f"user{n * 8 + i + 1:02d}", node, i) for n, node in enumerate(NODES) for i in range(8)][:-1]
+    assert explain(view(holders, mine()), mine(), NOW)["allocatable"] is True
+
+
+def test_no_gpu_has_100gi():
+    own = mine([memory_selector("gpu.example.com", "100Gi")])
+    answer = explain(view([], own), own, NOW)
+    assert answer["allocatable"] is False
+    assert "100Gi" in answer["sentence"] and "80Gi" in answer["sentence"], answer["sentence"]

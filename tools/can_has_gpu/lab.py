@@ -1,0 +1,93 @@
+"""What a seat can learn about the lab: its claims and pods, the devices, the board, the explainer's answer."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from . import board as board_mod
+from .api import Api
+from .lease import allocated_devices, claim_pods, in_use
+from .settings import SEAT_LABEL, Settings
+
+
+@dataclass
+class SeatView:
+    namespace: str
+    claims: list[dict]
+    pods: list[dict]
+    slices: list[dict] = field(default_factory=list)
+    device_classes: list[dict] = field(default_factory=list)
+    nodes: list[dict] = field(default_factory=list)
+    quotas: list[dict] = field(default_factory=list)
+    board: list[dict] | None = None  # None: no board published (the reaper is not running)
+
+    def claim(self, name: str) -> dict | None:
+        return next((c for c in self.claims if c["metadata"]["name"] == name), None)
+
+    def lab_claims(self) -> list[dict]:
+        """Every claim the seat knows of: its own (live) and the other seats' (from the board)."""
+        own = {(self.namespace, c["metadata"]["name"]) for c in self.claims}
+        others = [c for c in self.board or []
+                  if (c["metadata"].get("namespace"), c["metadata"].get("name")) not in own]
+        return list(self.claims) + others
+
+    def seat_namespaces(self) -> list[dict]:
+        """Namespace stubs that name the seat of every namespace on the board (the seat cannot read them)."""
+        seats = {}
+        for claim in self.board or []:
+            meta = claim["metadata"]
+            seat = (meta.get("labels") or {}).get(SEAT_LABEL)
+            if meta.get("namespace") and seat:
+                seats[meta["namespace"]] = seat
+        return [{"metadata": {"name": ns, "labels": {SEAT_LABEL: seat}}} for ns, seat in sorted(seats.items())]
+
+    def device_info(self) -> dict[tuple[str, str], dict]:
+        """(pool, device) -> {node, memory} from the ResourceSlices."""
+        info = {}
+        for piece in self.slices:
+            spec = piece.get("spec") or {}
+            pool = (spec.get("pool") or {}).get("name")
+            for device in spec.get("devices") or []:
+                memory = next((v.get("value") for k, v in (device.get("capacity") or {}).items()
+                               if k.endswith("memory")), None)
+                info[(pool, device.get("name"))] = {"node": spec.get("nodeName") or pool, "memory": memory}
+        return info
+
+
+def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
+    """The seat's claims and pods; with full, also devices, classes, nodes, quotas and the board."""
+    view = SeatView(api.namespace,
+                    api.items("listing your claims", api.ns_path("resourceclaims")),
+                    api.items("listing your pods", api.ns_path("pods")))
+    if full:
+        view.slices = api.items("listing the lab's devices", "/apis/resource.k8s.io/v1/resourceslices")
+        view.device_classes = api.items("listing the GPU classes", "/apis/resource.k8s.io/v1/deviceclasses")
+        view.nodes = api.items("listing the nodes", "/api/v1/nodes")
+        view.quotas = api.items("reading your quota", api.ns_path("resourcequotas"))
+        configmap = api.call("reading the lab's occupancy board", "GET", api.ns_path("configmaps", settings.board),
+                             missing_ok=True)
+        view.board = board_mod.read_board(configmap)
+    return view
+
+
+def claim_state(claim: dict, pods: list[dict]) -> str:
+    if claim["metadata"].get("deletionTimestamp"):
+        return "releasing"
+    if not allocated_devices(claim):
+        return "pending"
+    return "in use" if in_use(claim, pods) else "allocated"
+
+
+def explain(view: SeatView, claim: dict, now: datetime.datetime) -> dict:
+    """The explainer's answer for one of the seat's claims (plugins/module_utils/dra_explain.py)."""
+    from ansible_collections.dralab.workshop.plugins.module_utils.dra_explain import (  # pylint: disable=import-outside-toplevel
+        explain_claim,
+    )
+    return explain_claim(claim, device_classes=view.device_classes, slices=view.slices, claims=view.lab_claims(),
+                         pods=view.pods, nodes=view.nodes, quotas=view.quotas, namespaces=view.seat_namespaces(),
+                         now=now)
+
+
+def users_of(view: SeatView, claim: dict) -> list[dict]:
+    return claim_pods(claim, view.pods)

@@ -1,0 +1,158 @@
+"""Lease maths: how long a reservation may live, when it ends, and what the reaper releases.
+
+A claim's lease ends at the earlier of its lease-expires annotation and its
+creation time plus the lab's maximum lease. The annotation is in the seat's
+reach (a seat may edit it), the creation time is not: no claim in a seat
+namespace outlives the maximum, whoever made it and however it is annotated.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
+    format_age,
+    parse_duration,
+    parse_time,
+)
+
+from .settings import LEASE_EXPIRES
+
+UTC = datetime.timezone.utc
+TERMINATED = ("Succeeded", "Failed")
+
+
+class LeaseError(ValueError):
+    """A lease request the lab does not allow (the message says what to ask for instead)."""
+
+
+def now_utc() -> datetime.datetime:
+    return datetime.datetime.now(UTC)
+
+
+def stamp(moment: datetime.datetime) -> str:
+    """RFC 3339 in UTC with seconds, as the API writes timestamps."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def lease_seconds(requested: str | None, default: str, maximum: str) -> int:
+    """Seconds of a lease asked for with --for (None: the lab's default)."""
+    max_seconds = parse_duration(maximum)
+    if requested is None:
+        return min(parse_duration(default), max_seconds)
+    try:
+        seconds = parse_duration(requested)
+    except ValueError:
+        raise LeaseError(f"--for {requested} is not a duration: write it like 30m, 2h or 1h30m.") from None
+    if seconds < 60:
+        raise LeaseError(f"--for {requested} is too short: a lease lasts at least 1m.")
+    if seconds > max_seconds:
+        raise LeaseError(f"--for {requested} is longer than this lab allows: the longest lease is "
+                         f"{format_age(max_seconds)}; ask for --for {format_age(max_seconds)} or less.")
+    return seconds
+
+
+def _meta(obj: dict) -> dict:
+    return obj.get("metadata") or {}
+
+
+def expiry(claim: dict, max_seconds: int) -> datetime.datetime | None:
+    """When the claim's lease ends (None if the claim has no creation time, e.g. not created yet)."""
+    meta = _meta(claim)
+    created = parse_time(meta.get("creationTimestamp"))
+    asked = parse_time((meta.get("annotations") or {}).get(LEASE_EXPIRES))
+    if created is None:
+        return asked
+    cap = created + datetime.timedelta(seconds=max_seconds)
+    return min(asked, cap) if asked is not None else cap
+
+
+def seconds_left(claim: dict, max_seconds: int, now: datetime.datetime) -> int | None:
+    end = expiry(claim, max_seconds)
+    return None if end is None else int((end - now).total_seconds())
+
+
+def describe_left(seconds: int | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds <= 0:
+        return "expired"
+    return format_age(seconds + 59 if seconds >= 120 else seconds)  # whole minutes, rounded up
+
+
+def age_seconds(obj: dict, now: datetime.datetime) -> int | None:
+    created = parse_time(_meta(obj).get("creationTimestamp"))
+    return None if created is None else max(int((now - created).total_seconds()), 0)
+
+
+def allocated_devices(claim: dict) -> list[dict]:
+    """The allocation results of a claim: dicts with driver, pool, device, request."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return list((allocation.get("devices") or {}).get("results") or [])
+
+
+def claim_pods(claim: dict, pods: list[dict]) -> list[dict]:
+    """Pods of the claim's namespace that use it: by name in spec.resourceClaims, as owner, or in reservedFor."""
+    meta = _meta(claim)
+    namespace, name = meta.get("namespace"), meta.get("name")
+    owners = {ref.get("uid") for ref in meta.get("ownerReferences") or [] if ref.get("kind") == "Pod"}
+    reserved = {ref.get("uid") for ref in (claim.get("status") or {}).get("reservedFor") or []}
+    found = []
+    for pod in pods:
+        pmeta = _meta(pod)
+        if pmeta.get("namespace") != namespace:
+            continue
+        names = {rc.get("resourceClaimName") for rc in (pod.get("spec") or {}).get("resourceClaims") or []}
+        generated = {s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
+        if name in names or name in generated or pmeta.get("uid") in owners or pmeta.get("uid") in reserved:
+            found.append(pod)
+    return found
+
+
+def in_use(claim: dict, pods: list[dict]) -> bool:
+    """Whether a pod that is not finished reserves the claim (a holder pod counts)."""
+    reserved = {ref.get("uid") for ref in (claim.get("status") or {}).get("reservedFor") or []}
+    for pod in pods:
+        if _meta(pod).get("uid") in reserved and (pod.get("status") or {}).get("phase") not in TERMINATED:
+            return True
+    return False
+
+
+def reaper_plan(seat_namespaces: dict[str, str], claims: list[dict], pods: list[dict], now: datetime.datetime,
+                lease_max: int, idle_after: int | None = None, idle_since: dict | None = None) -> list[dict]:
+    """What the reaper releases now: one entry per claim (seat, namespace, claim, devices, pods, reason).
+
+    seat_namespaces maps each seat namespace (decided by the namespace's labels, which a seat cannot
+    change) to its seat; claims elsewhere are never planned. idle_after (seconds, None = off) also
+    releases allocated claims that no live pod has used for that long; idle_since (claim uid -> first
+    time seen idle) is updated in place.
+    """
+    actions = []
+    idle_seen = set()
+    for claim in claims:
+        meta = _meta(claim)
+        namespace = meta.get("namespace")
+        if namespace not in seat_namespaces or meta.get("deletionTimestamp"):
+            continue
+        users = claim_pods(claim, pods)
+        devices = [r.get("device") for r in allocated_devices(claim)]
+        left = seconds_left(claim, lease_max, now)
+        reason = None
+        if left is not None and left <= 0:
+            end = expiry(claim, lease_max)
+            reason = f"lease ended {stamp(end)}"
+        elif idle_after is not None and devices and not in_use(claim, pods):
+            uid = meta.get("uid") or f"{namespace}/{meta.get('name')}"
+            idle_seen.add(uid)
+            first = (idle_since if idle_since is not None else {}).setdefault(uid, now)
+            if (now - first).total_seconds() >= idle_after:
+                reason = f"allocated and unused for {format_age((now - first).total_seconds())}"
+        if reason:
+            actions.append({"seat": seat_namespaces[namespace], "namespace": namespace, "claim": meta.get("name"),
+                            "devices": devices, "pods": sorted(_meta(p).get("name") for p in users),
+                            "reason": reason})
+    if idle_since is not None:
+        for uid in list(idle_since):
+            if uid not in idle_seen:
+                del idle_since[uid]
+    return actions

@@ -1,0 +1,157 @@
+"""dralab-lease-reaper: ends expired GPU leases in the seat namespaces and publishes the occupancy board.
+
+Every --interval seconds it reads the namespaces (a namespace is a seat's when
+it carries the collection's seat labels, which seats cannot change), the
+ResourceClaims and the pods, then for every claim in a seat namespace whose
+lease has ended (see can_has_gpu.lease) deletes the pods that use it, then the
+claim, and logs seat, claim and devices. With --idle-after it also releases
+allocated claims no live pod has used for that long. It never writes outside
+seat namespaces: its RBAC (participant_tool role) grants writes only there,
+and it skips every other namespace itself.
+
+It also writes the board (can_has_gpu.board) into every seat namespace when
+the lab's allocations change, so can-has-gpu can name who holds the GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import time
+
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import SEAT_LABEL, SEAT_NAMESPACE_SELECTOR
+
+from . import __version__
+from .api import Api, Refusal
+from .board import board_claims, board_data
+from .lease import now_utc, reaper_plan
+from .settings import SettingsError, load_settings
+
+LOG = logging.getLogger("dralab-lease-reaper")
+BOARD_REFRESH = 60  # seconds between two rewrites of every board, changed or not
+
+
+class Reaper:
+    def __init__(self, api: Api, lease_max: int, idle_after: int | None, board: str, dry_run: bool = False):
+        self.api = api
+        self.lease_max = lease_max
+        self.idle_after = idle_after
+        self.board = board
+        self.dry_run = dry_run
+        self.idle_since: dict = {}
+        self.written: dict[str, dict] = {}  # namespace -> board data last written
+        self.refreshed = time.monotonic()
+
+    def seat_namespaces(self) -> dict[str, str]:
+        namespaces = self.api.items("listing the seat namespaces", "/api/v1/namespaces",
+                                    {"labelSelector": SEAT_NAMESPACE_SELECTOR})
+        return {ns["metadata"]["name"]: ns["metadata"]["labels"][SEAT_LABEL] for ns in namespaces
+                if not ns["metadata"].get("deletionTimestamp")}
+
+    def once(self) -> list[dict]:
+        seats = self.seat_namespaces()
+        claims = self.api.items("listing claims", "/apis/resource.k8s.io/v1/resourceclaims")
+        pods = self.api.items("listing pods", "/api/v1/pods")
+        actions = reaper_plan(seats, claims, pods, now_utc(), self.lease_max, self.idle_after, self.idle_since)
+        released = set()
+        for action in actions:
+            try:
+                self.release(action)
+            except Refusal as exc:  # one failure does not stop the others
+                LOG.warning("seat=%s claim=%s not released: %s", action["seat"], action["claim"], exc.sentence)
+                continue
+            released.add((action["namespace"], action["claim"]))
+        remaining = [c for c in claims if (c["metadata"].get("namespace"), c["metadata"]["name"]) not in released]
+        self.publish(seats, board_claims(seats, remaining))
+        return actions
+
+    def release(self, action: dict) -> None:
+        ns = action["namespace"]
+        if ns not in self.seat_namespaces():
+            # Re-read right before writing: a namespace that lost its seat labels is no seat's any more.
+            return
+        LOG.info("releasing seat=%s claim=%s devices=%s pods=%s: %s", action["seat"], action["claim"],
+                 ",".join(action["devices"]) or "-", ",".join(action["pods"]) or "-", action["reason"])
+        if self.dry_run:
+            return
+        body = {"gracePeriodSeconds": 0, "propagationPolicy": "Background"}
+        for pod in action["pods"]:
+            self.api.call(f"deleting pod {ns}/{pod}", "DELETE", self.api.ns_path("pods", pod, ns), body,
+                          missing_ok=True)
+        self.api.call(f"deleting claim {ns}/{action['claim']}", "DELETE",
+                      self.api.ns_path("resourceclaims", action["claim"], ns), body, missing_ok=True)
+
+    def publish(self, seats: dict[str, str], rows: list[dict]) -> None:
+        data = board_data(rows)
+        if time.monotonic() - self.refreshed > BOARD_REFRESH:
+            # Rewrite every board now and then: one a seat edited or a reset deleted comes back.
+            self.written.clear()
+            self.refreshed = time.monotonic()
+        for ns in sorted(seats):
+            if self.written.get(ns) == data or self.dry_run:
+                continue
+            body = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": self.board, "namespace": ns,
+                                 "labels": {"app.kubernetes.io/managed-by": "dralab-lease-reaper"}},
+                    "data": data}
+            try:
+                found = self.api.call("updating the board", "PUT", self.api.ns_path("configmaps", self.board, ns),
+                                      body, missing_ok=True)
+                if found is None:
+                    self.api.call("creating the board", "POST", self.api.ns_path("configmaps", namespace=ns), body)
+            except Refusal as exc:
+                LOG.warning("board in %s not written: %s", ns, exc.sentence)
+                continue
+            self.written[ns] = data
+        for ns in list(self.written):
+            if ns not in seats:
+                del self.written[ns]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dralab-lease-reaper", description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--kubeconfig", required=True, help="the reaper's own kubeconfig (least privilege)")
+    parser.add_argument("--interval", default="5s", help="seconds between passes (default 5s)")
+    parser.add_argument("--lease-max", help="maximum lease (default: the settings file's lease_max)")
+    parser.add_argument("--idle-after", default="", help="also release allocated claims unused this long (default: off)")
+    parser.add_argument("--once", action="store_true", help="one pass, then exit")
+    parser.add_argument("--dry-run", action="store_true", help="log what would be released; change nothing")
+    parser.add_argument("--version", action="version", version=f"dralab-lease-reaper {__version__}")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
+    try:
+        settings = load_settings()
+        lease_max = parse_duration(args.lease_max or settings.lease_max)
+        interval = max(parse_duration(args.interval), 1)
+        idle_after = parse_duration(args.idle_after) if args.idle_after else None
+        api = Api.connect(args.kubeconfig, need_namespace=False)
+    except (SettingsError, ValueError) as exc:
+        LOG.error("%s", exc)
+        return 2
+    except Refusal as exc:
+        LOG.error("%s", exc.sentence)
+        return 2
+    reaper = Reaper(api, lease_max, idle_after, settings.board, args.dry_run)
+    LOG.info("dralab-lease-reaper %s: lease max %ss, idle release %s, every %ss", __version__, lease_max,
+             f"{idle_after}s" if idle_after else "off", interval)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    while not stop:
+        try:
+            reaper.once()
+        except Refusal as exc:
+            LOG.warning("pass failed: %s", exc.sentence)
+        if args.once:
+            break
+        deadline = time.monotonic() + interval
+        while not stop and time.monotonic() < deadline:
+            time.sleep(0.1)
+    LOG.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
