@@ -245,3 +245,32 @@ def format_quantity(value):
                 return '%d%s' % (number // unit, suffix)
         return str(number)
     return str(float(value))
+
+
+_DIGEST = re.compile(r'^sha256:[0-9a-f]{64}$')
+
+
+def image_digests(inspected):
+    """{image reference: sha256 digest} from `crictl inspecti -o json` outputs, keyed by the reference asked for.
+
+    inspected: (reference, JSON text) pairs. The digest is the one containerd
+    recorded for the pulled name (status.repoDigests, "name@sha256:..."); a
+    reference without a recorded digest raises ValueError naming it.
+    """
+    digests = {}
+    for reference, text in inspected:
+        status = (json.loads(text) or {}).get('status') or {}
+        found = [d.rsplit('@', 1)[1] for d in status.get('repoDigests') or [] if '@' in d]
+        found = [d for d in found if _DIGEST.match(d)]
+        if not found:
+            raise ValueError('%s: crictl inspecti reports no sha256 repo digest (repoDigests %s)'
+                             % (reference, status.get('repoDigests')))
+        digests[reference] = found[0]
+    return digests
+
+
+def pinned_image(reference, digests):
+    """reference@digest when digests knows the reference (a reference with a digest is returned as it is)."""
+    if '@' in reference or reference not in digests:
+        return reference
+    return '%s@%s' % (reference, digests[reference])

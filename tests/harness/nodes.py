@@ -18,6 +18,8 @@ What `up` creates, each labelled dralab.workshop/lab=local:
   tmpfs /run and /tmp, a named volume for /var/lib/containerd (nested
   containers cannot sit on the node's overlay root), / made rshared at boot
   (kubelet mount propagation), SSH host keys made at first boot;
+- node login1 10.89.42.14, the same image without the containerd volume: a
+  login host that is no cluster node (seats log in there and on cp1);
 - node mirror1 10.89.42.2 (container dralab-mirror1), the lab's offline mirror
   host (roles/mirror): this build host runs no systemd, so the mirror gets a
   VM of its own, as in an air-gapped workshop. The mirror contents built by
@@ -118,6 +120,7 @@ class Node:
     name: str  # host name, inventory name
     ip: str
     kind: str  # key of IMAGES
+    cluster: bool = True  # a Kubernetes node (gets a containerd volume); False: a login host only
 
     @property
     def container(self) -> str:
@@ -129,6 +132,8 @@ NODES = [
     Node("cp1", "10.89.42.11", "node"),
     Node("worker1", "10.89.42.12", "node"),
     Node("worker2", "10.89.42.13", "node"),
+    # A login host that is not a cluster node (the layout docs/security.md advises).
+    Node("login1", "10.89.42.14", "node", cluster=False),
 ]
 BY_NAME = {n.name: n for n in NODES}
 
@@ -528,7 +533,7 @@ def run_node(node: Node, ref: str, mirror_dir: Path) -> None:
         "--volume", f"{key}.pub:/root/.ssh/authorized_keys:ro",
         "--stop-signal", "SIGRTMIN+3",
     ]
-    if node.kind == "node":
+    if node.kind == "node" and node.cluster:
         volume = f"{node.container}-containerd"
         ensure_volume(volume)
         # Named volumes are nodev,nosuid by default; image layers need both.

@@ -39,7 +39,12 @@ SEATS = 4
 HEALTH_PLAYBOOK = REPO / "tests" / "integration" / "playbooks" / "dra_health_json.yml"
 # Logs of playbooks run at -vvv, for the secrets audit (test_seat_host.py).
 VERBOSE_LOGS = ARTIFACTS / "logs"
-LOGIN_HOST = "cp1"
+# The lab's login hosts (inventories/local): cp1 is also the control plane,
+# login1 is a login host only. Attacks run on both.
+LOGIN_HOSTS = ["cp1", "login1"]
+LOGIN_HOST = LOGIN_HOSTS[0]
+# workshop_users_home_base: the seats' own file system on each login host.
+HOMES = "/home/seats"
 
 
 def credentials() -> dict[str, dict]:
@@ -76,11 +81,11 @@ class Session:
         self.client.close()
 
 
-def login(seat: str, password: str | None = None) -> Session:
-    """Log in as a seat on the login host with its password (from the credential sheet by default)."""
+def login(seat: str, password: str | None = None, host: str = LOGIN_HOST) -> Session:
+    """Log in as a seat on a login host with its password (from the credential sheet by default)."""
     if password is None:
         password = credentials()[seat]["password"]
-    return Session(nodes.BY_NAME[LOGIN_HOST].ip, seat, password)
+    return Session(nodes.BY_NAME[host].ip, seat, password)
 
 
 def node_host(name: str):

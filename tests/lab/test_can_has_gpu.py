@@ -16,14 +16,16 @@ from test_seats import Session, credentials
 SEAT, OTHER = "user01", "user02"
 
 
-def login(seat: str) -> Session:
+def login(seat: str, which: int) -> Session:
     row = credentials()[seat]
-    return Session(row["login_hosts"].split()[0], seat, row["password"])
+    return Session(row["login_hosts"].split()[which], seat, row["password"])
 
 
 @pytest.fixture(scope="module")
 def seats():
-    first, second = login(SEAT), login(OTHER)
+    # SEAT on login1 (a login host that is no cluster node), OTHER on cp1.
+    first, second = login(SEAT, -1), login(OTHER, 0)
+    assert first.client.get_transport().getpeername()[0] == nodes.BY_NAME["login1"].ip
     for session in (first, second):
         session.run("can-has-gpu release --all")
     yield first, second
@@ -34,7 +36,9 @@ def seats():
 
 def test_the_tool_and_the_reaper_are_installed():
     cp1 = node_host("cp1")
-    assert cp1.file("/usr/local/bin/can-has-gpu").is_symlink
+    for host in ("cp1", "login1"):
+        assert node_host(host).file("/usr/local/bin/can-has-gpu").is_symlink
+    assert not node_host("login1").service("dralab-lease-reaper").is_enabled
     reaper = cp1.service("dralab-lease-reaper")
     assert reaper.is_enabled and reaper.is_running
     kubeconfig = cp1.file("/etc/dralab/lease-reaper.kubeconfig")
@@ -51,7 +55,7 @@ def test_reserve_run_status_why_release(seats):
     match = re.search(r"^Reserved (gpu-\w+): (gpu-\d+) on (\S+)", out, re.M)
     assert match, out
     name, device, node = match.groups()
-    assert node in {n.name for n in nodes.NODES if n.kind == "node"}, out
+    assert node in {n.name for n in nodes.NODES if n.cluster and n.kind == "node"}, out
 
     rc, out, err = me.run("can-has-gpu run -- busybox:1.37 sh -c 'echo GPU_DEVICE_N=$GPU_DEVICE_N; "
                           "env | grep ^GPU_DEVICE_'", timeout=300)

@@ -17,7 +17,7 @@ def test_inventory_addresses_match_the_nodes():
     assert hosts == {n.name: n.ip for n in nodes.NODES}
     assert set(inventory["control_plane"]["hosts"]) == {"cp1"}
     assert set(inventory["workers"]["hosts"]) == {"worker1", "worker2"}
-    assert set(inventory["login"]["hosts"]) == {"cp1"}
+    assert set(inventory["login"]["hosts"]) == {"cp1", "login1"}
     assert set(inventory["mirror"]["hosts"]) == {"mirror1"}
 
 

@@ -1,7 +1,7 @@
 """Hostile seats on the login host: each test performs an attack as a seat over SSH with its password.
 
-A seat has a shell on cp1 (the login host of the lab). These tests do what a
-participant could do and check that it does not reach anything beyond the
+A seat has a shell on each login host of the lab: cp1 (also the control
+plane) and login1 (a login host only). These tests do what a participant could do and check that it does not reach anything beyond the
 seat's own account: links in the home that root would follow, SSH keys and
 forwarding, other seats' files and the admin kubeconfig, a fork bomb and a
 memory hog, processes and jobs left for the next group, and secrets in the
@@ -27,8 +27,8 @@ import paramiko
 import pytest
 import yaml
 
-from conftest import (ARTIFACTS, INVENTORY, LOGIN_HOST, REPO, VERBOSE_LOGS, Session, ansible_env, credentials, login,
-                      node_host, nodes, run_playbook)
+from conftest import (ARTIFACTS, HOMES, INVENTORY, LOGIN_HOST, LOGIN_HOSTS, REPO, VERBOSE_LOGS, Session, ansible_env,
+                      credentials, login, node_host, nodes, run_playbook)
 from playbook import parse_recap
 
 # Roles in the attacks below.
@@ -45,6 +45,8 @@ BOOTSTRAP_TOKEN = re.compile(r"(?<![a-z0-9])[a-z0-9]{6}\.[a-z0-9]{16}(?![a-z0-9]
 # Memory limit and task limit of a seat (roles/workshop_users/defaults/main.yml).
 SEAT_MEMORY_MIB = 1024
 SEAT_TASKS_MAX = 256
+# Disk quota of a seat on the seats' file system (workshop_users_seat_disk_quota of inventories/local).
+SEAT_DISK_MIB = 256
 
 # A bounded fork bomb: at most FORKS children, each sleeping; the parent holds
 # them for HOLD seconds (while the test asks the API server), then kills them.
@@ -87,8 +89,8 @@ print("done", flush=True)
 """
 
 
-def cp1():
-    return node_host(LOGIN_HOST)
+def cp1(host: str = LOGIN_HOST):
+    return node_host(host)
 
 
 def root_state() -> dict:
@@ -106,7 +108,7 @@ def kubeconfig_of(seat: str) -> str:
 
 def home_entry(seat: str, path: str) -> str:
     """`stat` of a path in a seat's home, as root (reading only, not following links)."""
-    return cp1().check_output(f"stat -c '%F %U %G %a' /home/{seat}/{path}")
+    return cp1().check_output(f"stat -c '%F %U %G %a' {HOMES}/{seat}/{path}")
 
 
 def plant_links(linker: Session, config_linker: Session) -> None:
@@ -121,7 +123,7 @@ def assert_links_replaced_not_followed(before: dict) -> None:
     for seat in (LINKER, CONFIG_LINKER):
         assert home_entry(seat, ".kube") == f"directory {seat} {seat} 700"
         assert home_entry(seat, ".kube/config") == f"regular file {seat} {seat} 600"
-        assert cp1().check_output(f"cat /home/{seat}/.kube/config") == kubeconfig_of(seat).strip()
+        assert cp1().check_output(f"cat {HOMES}/{seat}/.kube/config") == kubeconfig_of(seat).strip()
 
 
 def run_logged(playbook: str, name: str, *args: str) -> subprocess.CompletedProcess:
@@ -160,8 +162,9 @@ def canary(secrets_before):
 
 # --- sshd ---------------------------------------------------------------------
 
-def test_seat_cannot_forward_ports():
-    seat = login(LINKER)
+@pytest.mark.parametrize("host", LOGIN_HOSTS)
+def test_seat_cannot_forward_ports(host):
+    seat = login(LINKER, host=host)
     try:
         transport = seat.client.get_transport()
         # ssh -L: a TCP connection from the login host to anywhere.
@@ -174,52 +177,58 @@ def test_seat_cannot_forward_ports():
         seat.close()
 
 
-def test_seat_key_in_authorized_keys_does_not_log_in():
+@pytest.mark.parametrize("host", LOGIN_HOSTS)
+def test_seat_key_in_authorized_keys_does_not_log_in(host):
     key = paramiko.RSAKey.generate(2048)
-    seat = login(LINKER)
+    seat = login(LINKER, host=host)
     try:
         rc, _out, err = seat.run("umask 077; mkdir -p ~/.ssh && cat >> ~/.ssh/authorized_keys",
                                  stdin=f"{key.get_name()} {key.get_base64()} seat-key\n")
         assert rc == 0, err
         with pytest.raises(paramiko.AuthenticationException):
-            Session(nodes.BY_NAME[LOGIN_HOST].ip, LINKER, pkey=key)
+            Session(nodes.BY_NAME[host].ip, LINKER, pkey=key)
     finally:
         seat.run("rm -rf ~/.ssh")
         seat.close()
 
 
-def test_sshd_settings_for_seats():
-    effective = cp1().check_output(f"sshd -T -C user={LINKER},host=localhost,addr=127.0.0.1").splitlines()
+@pytest.mark.parametrize("host", LOGIN_HOSTS)
+def test_sshd_settings_for_seats(host):
+    effective = cp1(host).check_output(f"sshd -T -C user={LINKER},host=localhost,addr=127.0.0.1").splitlines()
     for line in ("authorizedkeysfile none", "disableforwarding yes", "allowtcpforwarding no", "permittunnel no",
                  "x11forwarding no", "allowagentforwarding no", "allowstreamlocalforwarding no"):
         assert line in effective, line
     # Root (how Ansible logs in) keeps its keys.
-    root = cp1().check_output("sshd -T -C user=root,host=localhost,addr=127.0.0.1").splitlines()
+    root = cp1(host).check_output("sshd -T -C user=root,host=localhost,addr=127.0.0.1").splitlines()
     assert "authorizedkeysfile none" not in root
 
 
 # --- privacy -------------------------------------------------------------------
 
-def test_seat_cannot_read_other_homes_or_the_admin_kubeconfig():
-    seat = login(LINKER)
+@pytest.mark.parametrize("host", LOGIN_HOSTS)
+def test_seat_cannot_read_other_homes_or_the_admin_kubeconfig(host):
+    seat = login(LINKER, host=host)
     try:
-        rc, out, err = seat.run(f"id -gn; id -Gn; ls /home/{CONFIG_LINKER}")
+        rc, out, err = seat.run(f"id -gn; id -Gn; ls {HOMES}/{CONFIG_LINKER}")
         primary, groups = out.splitlines()[:2]
         assert primary == LINKER, "seats share a primary group"
         assert "workshop-seats" in groups.split()
         assert rc != 0 and "Permission denied" in err, f"{LINKER} lists {CONFIG_LINKER}'s home: {out}"
-        rc, out, err = seat.run(f"cat /home/{CONFIG_LINKER}/.kube/config")
+        rc, out, err = seat.run(f"cat {HOMES}/{CONFIG_LINKER}/.kube/config")
         assert rc != 0 and "apiVersion" not in out
         rc, out, err = seat.run("cat /etc/kubernetes/admin.conf")
-        assert rc != 0 and "Permission denied" in err and "client-key-data" not in out
+        # On cp1 the file is root's; a login host that is no node has none.
+        reason = "Permission denied" if host in ("cp1",) else "No such file"
+        assert rc != 0 and reason in err and "client-key-data" not in out, err
     finally:
         seat.close()
 
 
 # --- resource limits -------------------------------------------------------------
 
-def test_fork_bomb_is_contained_and_the_api_answers(core):
-    seat = login(BYSTANDER)
+@pytest.mark.parametrize("host", LOGIN_HOSTS)
+def test_fork_bomb_is_contained_and_the_api_answers(core, host):
+    seat = login(BYSTANDER, host=host)
     try:
         forks = SEAT_TASKS_MAX + 150
         result = {}
@@ -244,8 +253,9 @@ def test_fork_bomb_is_contained_and_the_api_answers(core):
         seat.close()
 
 
-def test_memory_hog_is_contained_and_the_api_answers(core):
-    seat = login(BYSTANDER)
+@pytest.mark.parametrize("host", LOGIN_HOSTS)
+def test_memory_hog_is_contained_and_the_api_answers(core, host):
+    seat = login(BYSTANDER, host=host)
     try:
         ceiling = SEAT_MEMORY_MIB + 512
         result = {}
@@ -267,6 +277,47 @@ def test_memory_hog_is_contained_and_the_api_answers(core):
         seat.close()
 
 
+@pytest.mark.parametrize("host", LOGIN_HOSTS)
+def test_disk_fill_is_contained_by_the_seats_quota(host):
+    """A seat writes more than its quota into its home, /tmp and /var/tmp: all three are on the seats' own file
+    system (not the disk the host and etcd use) and count against one quota."""
+    node = cp1(host)
+    devices = node.check_output(f"stat -c %d / {HOMES} /tmp /var/tmp").split()
+    assert devices[0] not in devices[1:], f"seat folders on the root file system: {devices}"
+    assert len(set(devices[1:])) == 1, devices
+    seat = login(BYSTANDER, host=host)
+    targets = ["~/fill", f"/tmp/fill-{BYSTANDER}", f"/var/tmp/fill-{BYSTANDER}"]
+    try:
+        for target in targets:
+            rc, out, err = seat.run(f"dd if=/dev/zero of={target} bs=1M count={SEAT_DISK_MIB + 64} 2>&1; "
+                                    f"du -m {target} | cut -f1; rm -f {target}", timeout=180)
+            assert "Disk quota exceeded" in out, f"{target}: {out}{err}"
+            assert int(out.split()[-1]) <= SEAT_DISK_MIB, f"{target}: {out}"
+        # Home and temporary folders share the one quota.
+        half = SEAT_DISK_MIB * 2 // 3
+        rc, out, err = seat.run(f"dd if=/dev/zero of=~/half bs=1M count={half} 2>&1 && "
+                                f"dd if=/dev/zero of=/var/tmp/half-{BYSTANDER} bs=1M count={half} 2>&1", timeout=180)
+        assert rc != 0 and "Disk quota exceeded" in out, out + err
+    finally:
+        seat.run(f"rm -f {' '.join(targets)} ~/half /var/tmp/half-{BYSTANDER}")
+        seat.close()
+
+
+@pytest.mark.parametrize("host", LOGIN_HOSTS)
+def test_seat_cannot_leave_cron_or_at_jobs(host):
+    """cron and atd would run a seat's job outside its slice: both refuse the seat."""
+    seat = login(BYSTANDER, host=host)
+    try:
+        rc, out, err = seat.run("echo '* * * * * true' | crontab -")
+        assert rc != 0 and "not allowed" in out + err, f"crontab accepted a job: {out}{err}"
+        rc, out, err = seat.run("echo true | at now + 1 hour")
+        assert rc != 0 and "permission" in (out + err).lower(), f"at accepted a job: {out}{err}"
+        assert cp1(host).run(f"crontab -l -u {BYSTANDER}").rc != 0
+        assert not [line for line in cp1(host).check_output("atq").splitlines() if line.split()[-1] == BYSTANDER]
+    finally:
+        seat.close()
+
+
 # --- links in homes: users.yml and reset.yml never follow them ----------------------
 
 def test_links_in_homes_are_not_followed_by_users_yml(canary):
@@ -277,7 +328,7 @@ def test_links_in_homes_are_not_followed_by_users_yml(canary):
         linker.close()
         config_linker.close()
     # As Ubuntu makes homes (HOME_MODE 0750) with the old shared primary group.
-    cp1().check_output(f"chgrp workshop-seats /home/{CONFIG_LINKER} && chmod 0750 /home/{CONFIG_LINKER}")
+    cp1().check_output(f"chgrp workshop-seats {HOMES}/{CONFIG_LINKER} && chmod 0750 {HOMES}/{CONFIG_LINKER}")
     before = root_state()
     proc = run_logged("users.yml", "users-vvv")
     assert proc.returncode == 0, recap_tail(proc)
@@ -302,28 +353,33 @@ def handover(canary, tmp_path_factory):
     """LEAVER and BYSTANDER leave a group's worth of traces, then a per-seat reset hands LEAVER (and LINKER) over."""
     old = {seat: {"password": credentials()[seat]["password"], "kubeconfig": kubeconfig_of(seat)}
            for seat in (LINKER, LEAVER, BYSTANDER)}
+    host = cp1()
     for seat in (LEAVER, BYSTANDER):
         session = login(seat)
         try:
             rc, _out, err = session.run(
                 f"setsid nohup sleep {SLEEP_MARK} >/dev/null 2>&1 </dev/null & "
-                "echo '* * * * * touch $HOME/cron-ran' | crontab - && "
-                "echo true | at now + 3 hours 2>/dev/null && "
                 f"touch /tmp/{seat}-leftover /dev/shm/{seat}-leftover && echo notes > ~/leftover")
             assert rc == 0, err
         finally:
             session.close()
+        # Seats may not make cron or at jobs (test_seat_cannot_leave_cron_or_at_jobs); jobs of a host where
+        # workshop_users_deny_jobs is false must still end with the handover: made here as root for the seat.
+        host.check_output(f"echo '* * * * * touch $HOME/cron-ran' | crontab -u {seat} -")
+        host.check_output(f"cp -p /etc/at.deny /etc/at.deny.test && sed -i '/^{seat}$/d' /etc/at.deny && "
+                          f"echo true | runuser -u {seat} -- at now + 3 hours 2>/dev/null; "
+                          "mv /etc/at.deny.test /etc/at.deny")
     linker, config_linker = login(LINKER), login(CONFIG_LINKER)
     try:
         plant_links(linker, config_linker)
     finally:
         linker.close()
         config_linker.close()
-    host = cp1()
     # A lingering user manager keeps running after logout (loginctl enable-linger).
     host.check_output(f"loginctl enable-linger {LEAVER}")
     assert host.run(f"pgrep -u {LEAVER} -f 'sleep {SLEEP_MARK}'").rc == 0
     assert host.run(f"crontab -l -u {LEAVER}").rc == 0
+    assert [line for line in host.check_output("atq").splitlines() if line.split()[-1] == LEAVER]
     before = root_state()
     proc = run_logged("reset.yml", "reset-vvv", "-e", json.dumps(
         {"lab_reset_rotate_credentials": True, "lab_reset_seats": [LINKER, LEAVER]}))
@@ -349,9 +405,9 @@ def test_handover_ends_processes_and_jobs(handover):
 
 def test_handover_gives_a_fresh_home_and_new_credentials(handover):
     host = cp1()
-    assert not host.file(f"/home/{LEAVER}/leftover").exists
+    assert not host.file(f"{HOMES}/{LEAVER}/leftover").exists
     assert home_entry(LEAVER, ".") == f"directory {LEAVER} {LEAVER} 700"
-    assert host.check_output(f"cat /home/{LEAVER}/.kube/config") == kubeconfig_of(LEAVER).strip()
+    assert host.check_output(f"cat {HOMES}/{LEAVER}/.kube/config") == kubeconfig_of(LEAVER).strip()
     old = handover["old"][LEAVER]
     with pytest.raises(paramiko.AuthenticationException):
         Session(nodes.BY_NAME[LOGIN_HOST].ip, LEAVER, old["password"])
@@ -375,10 +431,10 @@ def test_per_seat_handover_leaves_the_other_seats_alone(handover):
     host = cp1()
     assert host.run(f"pgrep -u {BYSTANDER} -f 'sleep {SLEEP_MARK}'").rc == 0
     assert host.run(f"crontab -l -u {BYSTANDER}").rc == 0
-    assert host.file(f"/home/{BYSTANDER}/leftover").exists
+    assert host.file(f"{HOMES}/{BYSTANDER}/leftover").exists
     # Clean up what this module left.
     host.run(f"pkill -KILL -u {BYSTANDER} -f 'sleep {SLEEP_MARK}'; crontab -r -u {BYSTANDER}; "
-             f"rm -f /home/{BYSTANDER}/leftover /tmp/{BYSTANDER}-leftover /dev/shm/{BYSTANDER}-leftover; "
+             f"rm -f {HOMES}/{BYSTANDER}/leftover /tmp/{BYSTANDER}-leftover /dev/shm/{BYSTANDER}-leftover; "
              f"for job in $(atq | awk '$NF == \"{BYSTANDER}\" {{print $1}}'); do atrm $job; done")
 
 
@@ -436,8 +492,11 @@ def test_verbose_logs_hold_no_secret(handover, secrets_before):
     values = set(secrets_before["passwords"].values()) | {row["password"] for row in now.values()}
     for text in list(secrets_before["kubeconfigs"].values()) + [kubeconfig_of(seat) for seat in now]:
         values |= {user["user"]["token"] for user in yaml.safe_load(text)["users"]}
+    # The lease reaper's token (participant_tool) is a secret of the same kind.
+    reaper = yaml.safe_load((ARTIFACTS / "dralab-lease-reaper.kubeconfig").read_text())
+    values.add(reaper["users"][0]["user"]["token"])
     values.discard("")
-    assert len(values) >= 2 * len(now), "found fewer secrets than seats to look for"
+    assert len(values) >= 2 * len(now) + 1, "found fewer secrets than seats to look for"
     for name, path in logs.items():
         text = path.read_text(errors="replace")
         assert "PLAY RECAP" in text, f"{path} is not a playbook log"

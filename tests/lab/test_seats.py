@@ -82,6 +82,25 @@ def test_seat_sees_the_resourceslices(seat):
     assert len([line for line in lines[1:] if line.startswith("resourceslice")]) == len(CLUSTER_NODES), out
 
 
+def test_seat_works_on_a_login_host_that_is_no_node():
+    """login1 runs no Kubernetes: the seat has its account, kubectl and its own namespace there too."""
+    row = credentials()[SEAT]
+    hosts = row["login_hosts"].split()
+    assert hosts == [nodes.BY_NAME["cp1"].ip, nodes.BY_NAME["login1"].ip], hosts
+    session = Session(hosts[1], SEAT, row["password"])
+    try:
+        rc, out, err = session.run("hostname; systemctl is-active kubelet containerd; "
+                                   "kubectl get resourceslices -o name; kubectl auth can-i list pods; "
+                                   f"kubectl auth can-i list pods -n user02")
+        lines = out.split()
+        assert lines[0] == "login1", out
+        assert lines[1:3] != ["active", "active"], f"login1 runs Kubernetes services: {out}"
+        assert len([line for line in lines if line.startswith("resourceslice")]) == len(CLUSTER_NODES), out + err
+        assert lines[-2:] == ["yes", "no"], out + err
+    finally:
+        session.close()
+
+
 def test_seat_runs_demo_1(seat):
     rc, out, err = seat.run(f"kubectl -n {SEAT} apply -f -", stdin=DEMO_1)
     assert rc == 0, err

@@ -70,3 +70,14 @@ def test_a_configuration_change_rolls_the_daemonset():
     assert checksum(cni_flannel_backend="host-gw") != base
     # Images are not configuration: the pod template changes anyway, the checksum does not.
     assert checksum(cni_flannel_image="10.0.0.1:5000/flannel:x") == base
+
+
+def test_images_are_applied_at_their_recorded_digests():
+    digest = "sha256:" + "ab" * 32
+    plugin = "sha256:" + "cd" * 32
+    docs = render(cni_flannel_image_ref=f"ghcr.io/flannel-io/flannel:v0.28.10@{digest}",
+                  cni_flannel_cni_plugin_image_ref=f"ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3@{plugin}")
+    spec = docs["DaemonSet"]["spec"]["template"]["spec"]
+    images = [c["image"] for c in spec["initContainers"] + spec["containers"]]
+    assert images == [f"ghcr.io/flannel-io/flannel-cni-plugin:v1.9.1-flannel3@{plugin}",
+                      f"ghcr.io/flannel-io/flannel:v0.28.10@{digest}", f"ghcr.io/flannel-io/flannel:v0.28.10@{digest}"]
