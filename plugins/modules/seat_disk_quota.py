@@ -8,34 +8,25 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: seat_disk_quota
-short_description: Give each workshop seat a disk quota on the seats' file system of a login host
+short_description: Limit the disk space of each seat home on the seats' btrfs file system of a login host
 version_added: 0.1.0
 description:
-  - Sets the hard (and soft) user quota of each account of O(users) on the file system mounted at O(path): at most
-    O(space) of disk and O(files) files. A seat that reaches it gets C(Disk quota exceeded); nothing else on the host
-    is affected.
-  - The file system must be mounted with C(usrquota) (ext4 made with C(-O quota)); role C(workshop_users) makes and
-    mounts it. Calls C(quotactl) directly, so no quota package is needed.
-  - Changes only the users whose limits differ, and reports them in RV(changed_users).
+  - Sets the btrfs quota group limit (bytes referenced) of each subvolume of O(limits) on the file system mounted at
+    O(path), for example each seat's home. A seat that reaches it gets C(Disk quota exceeded); nothing else on the
+    host is affected.
+  - Quotas must be on (C(btrfs quota enable)) and each entry must be a subvolume; role C(workshop_users) makes the
+    file system, the subvolumes and turns quotas on. Uses the C(btrfs) command (package btrfs-progs).
+  - Changes only the limits that differ and reports them in RV(changed).
 author: dralab.workshop maintainers (@dralab)
 options:
   path:
     description: Mount point of the seats' file system.
     type: path
     required: true
-  users:
-    description: Account names to limit (the seats); each must exist on the host.
-    type: list
-    elements: str
-    required: true
-  space:
-    description: Hard limit of disk space per user, a Kubernetes-style quantity such as V(1Gi) or V(500Mi) (rounded up
-      to KiB).
-    type: str
-    required: true
-  files:
-    description: Hard limit of files (inodes) per user.
-    type: int
+  limits:
+    description:
+      - Subvolume path relative to O(path) -> its limit, a Kubernetes-style quantity such as V(1Gi) or V(500Mi).
+    type: dict
     required: true
 extends_documentation_fragment:
   - dralab.workshop.attributes
@@ -51,28 +42,27 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Give every seat 1 GiB and 50000 files on the seats' file system
+- name: Give two seats 1 GiB each and the shared /tmp 2 GiB
   dralab.workshop.seat_disk_quota:
     path: /home/seats
-    users: [user01, user02]
-    space: 1Gi
-    files: 50000
+    limits:
+      user01: 1Gi
+      user02: 1Gi
+      .shared-tmp: 2Gi
 """
 
 RETURN = r"""
-changed_users:
-  description: Users whose limits were (or, in check mode, would be) set.
+changed_paths:
+  description: Subvolumes whose limit was (or, in check mode, would be) set.
   returned: success
   type: list
   elements: str
 usage:
-  description: Per user, the bytes and files in use on the file system.
+  description: Per subvolume of O(limits), the bytes it references now.
   returned: success
   type: dict
-  sample: {user01: {bytes: 40960, files: 12}}
+  sample: {user01: 40960}
 """
-
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -82,40 +72,35 @@ from ansible_collections.dralab.workshop.plugins.module_utils import seat_quota
 def argspec():
     return dict(
         path=dict(type='path', required=True),
-        users=dict(type='list', elements='str', required=True),
-        space=dict(type='str', required=True),
-        files=dict(type='int', required=True),
+        limits=dict(type='dict', required=True),
     )
 
 
 def run(module):
     params = module.params
+    base = params['path'].rstrip('/') or '/'
     try:
-        wanted = seat_quota.limits_wanted(seat_quota.space_bytes(params['space']), params['files'])
+        wanted = {str(path): seat_quota.space_bytes(space) for path, space in params['limits'].items()}
     except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    with open('/proc/self/mountinfo') as handle:
-        mounted = seat_quota.mount_source(params['path'], handle.read())
-    if not mounted:
-        module.fail_json(msg='%s is not a mount point: the seats\' file system is not mounted there (role '
-                             'workshop_users makes and mounts it).' % params['path'])
-    device, fstype = mounted
-    uids = {}
-    for user in params['users']:
-        try:
-            uids[user] = pwd.getpwnam(user).pw_uid
-        except KeyError:
-            module.fail_json(msg='seat account %s does not exist on this host: create the accounts first.' % user)
+        module.fail_json(msg='limits: %s' % exc)
+    btrfs = module.get_bin_path('btrfs', required=True)
+    rc, out, err = module.run_command([btrfs, 'qgroup', 'show', '--raw', '-re', base])
+    if rc != 0:
+        module.fail_json(msg='Cannot read the quota groups of %s: %s. It must be the seats\' btrfs file system with '
+                             'quotas on (btrfs quota enable %s).' % (base, (err or out).strip(), base))
+    groups = seat_quota.parse_qgroups(out)
     try:
-        current = {user: seat_quota.get_limits(device, uid) for user, uid in uids.items()}
-        changes = seat_quota.plan({user: limits[:2] for user, limits in current.items()}, wanted)
-        if not module.check_mode:
-            for user in changes:
-                seat_quota.set_limits(device, uids[user], *wanted)
-    except seat_quota.QuotaError as exc:
-        module.fail_json(msg='%s (%s file system at %s)' % (exc, fstype, params['path']))
-    usage = {user: {'bytes': limits[2], 'files': limits[3]} for user, limits in current.items()}
-    module.exit_json(changed=bool(changes), changed_users=changes, usage=usage)
+        changes = seat_quota.plan(groups, wanted)
+    except ValueError as exc:
+        module.fail_json(msg='%s (under %s)' % (exc, base))
+    if not module.check_mode:
+        for path in changes:
+            rc, out, err = module.run_command([btrfs, 'qgroup', 'limit', str(wanted[path]), '%s/%s' % (base, path)])
+            if rc != 0:
+                module.fail_json(msg='btrfs qgroup limit %s %s/%s failed: %s' % (wanted[path], base, path,
+                                                                              (err or out).strip()))
+    module.exit_json(changed=bool(changes), changed_paths=changes,
+                     usage={path: groups[path]['referenced'] for path in wanted})
 
 
 def main():

@@ -102,6 +102,8 @@ NODE_PACKAGES = BASE_PACKAGES + [
     # each login into the seat's user-UID.slice (workshop_users' limits); cron
     # and at are what a seat may leave jobs in (a handover removes them).
     "libpam-systemd", "cron", "at",
+    # The seats' file system of the login hosts (workshop_users storage.yml).
+    "btrfs-progs",
 ]
 # roles/mirror/vars/Debian.yml (the registry unit is disabled in the image:
 # the role writes its configuration before starting it).
