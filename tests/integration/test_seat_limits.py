@@ -34,10 +34,12 @@ def test_a_container_without_resources_gets_the_defaults(control_plane, seat_api
 
 def test_the_pod_over_the_quota_is_refused(control_plane, seat_api):
     core = core_api(seat_api(SEAT))
+    # Small pods, so that the pod count (not CPU or memory) is what runs out.
+    small = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "10m", "memory": "16Mi"}}
     try:
         for i in range(PODS):
-            core.create_namespaced_pod(SEAT, plain_pod(f"p{i}"))
-        exc = expect_api_error(403, core.create_namespaced_pod, SEAT, plain_pod(f"p{PODS}"))
+            core.create_namespaced_pod(SEAT, plain_pod(f"p{i}", small))
+        exc = expect_api_error(403, core.create_namespaced_pod, SEAT, plain_pod(f"p{PODS}", small))
         assert "exceeded quota" in exc.body and "pods" in exc.body, exc.body
     finally:
         clear_namespaces(control_plane.api_client, [SEAT])

@@ -38,6 +38,8 @@ LEAVER = "user03"  # leaves processes, jobs and files for the next group
 BYSTANDER = "user04"  # not in the per-seat reset; also the fork bomb and the memory hog
 
 CANARY = "/etc/dralab-canary"
+# Where cron keeps each user's crontab (root's `crontab -l -u` refuses a user of cron.deny).
+CRONTABS = "/var/spool/cron/crontabs"
 ROOT_DIR = "/usr/local/bin"
 SLEEP_MARK = "7203"  # `sleep 7203`: the process a seat leaves behind
 BOOTSTRAP_TOKEN = re.compile(r"(?<![a-z0-9])[a-z0-9]{6}\.[a-z0-9]{16}(?![a-z0-9])")
@@ -280,14 +282,19 @@ def test_memory_hog_is_contained_and_the_api_answers(core, host):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_disk_fill_is_contained_by_the_seats_quota(host):
-    """A seat writes more than its quota into its home, /tmp and /var/tmp: all three are on the seats' own file
-    system (not the disk the host and etcd use), each limited."""
+    """A seat writes more than its quota into its home and the shared temporary folders: none of them is on the
+    disk the host and etcd use. The home and the folders on disk sit on the seats' btrfs file system, each limited;
+    a folder that is a tmpfs (the lab's /tmp) holds memory, which the seat's MemoryMax limits."""
     node = cp1(host)
-    devices = node.check_output(f"stat -c %d / {HOMES} /tmp /var/tmp").split()
-    assert devices[0] not in devices[1:], f"seat folders on the root file system: {devices}"
-    assert node.check_output(f"stat -f -c %T {HOMES} /tmp /var/tmp").split() == ["btrfs"] * 3
+    folders = [HOMES, "/tmp", "/var/tmp"]
+    root, *devices = node.check_output(f"stat -c %d / {' '.join(folders)}").split()
+    assert root not in devices, f"seat folders on the root file system: {dict(zip(folders, devices))}"
+    kinds = dict(zip(folders, node.check_output(f"stat -f -c %T {' '.join(folders)}").split()))
+    assert kinds[HOMES] == "btrfs" and set(kinds.values()) <= {"btrfs", "tmpfs"}, kinds
+    on_disk = [folder for folder in folders[1:] if kinds[folder] == "btrfs"]
+    assert on_disk, f"no shared folder on the seats' file system: {kinds}"
     seat = login(BYSTANDER, host=host)
-    targets = ["~/fill", f"/tmp/fill-{BYSTANDER}", f"/var/tmp/fill-{BYSTANDER}"]
+    targets = ["~/fill"] + [f"{folder}/fill-{BYSTANDER}" for folder in on_disk]
     try:
         for target in targets:
             rc, out, err = seat.run(f"dd if=/dev/zero of={target} bs=1M count={SEAT_DISK_MIB + 64} 2>&1; sync; "
@@ -311,7 +318,7 @@ def test_seat_cannot_leave_cron_or_at_jobs(host):
         assert rc != 0 and "not allowed" in out + err, f"crontab accepted a job: {out}{err}"
         rc, out, err = seat.run("echo true | at now + 1 hour")
         assert rc != 0 and "permission" in (out + err).lower(), f"at accepted a job: {out}{err}"
-        assert cp1(host).run(f"crontab -l -u {BYSTANDER}").rc != 0
+        assert not cp1(host).file(f"{CRONTABS}/{BYSTANDER}").exists
         assert not [line for line in cp1(host).check_output("atq").splitlines() if line.split()[-1] == BYSTANDER]
     finally:
         seat.close()
@@ -364,10 +371,11 @@ def handover(canary, tmp_path_factory):
             session.close()
         # Seats may not make cron or at jobs (test_seat_cannot_leave_cron_or_at_jobs); jobs of a host where
         # workshop_users_deny_jobs is false must still end with the handover: made here as root for the seat.
-        host.check_output(f"echo '* * * * * touch $HOME/cron-ran' | crontab -u {seat} -")
-        host.check_output(f"cp -p /etc/at.deny /etc/at.deny.test && sed -i '/^{seat}$/d' /etc/at.deny && "
-                          f"echo true | runuser -u {seat} -- at now + 3 hours 2>/dev/null; "
-                          "mv /etc/at.deny.test /etc/at.deny")
+        host.check_output(f"for deny in /etc/cron.deny /etc/at.deny; do cp -p $deny $deny.test && "
+                          f"sed -i '/^{seat}$/d' $deny; done; "
+                          f"echo '* * * * * touch $HOME/cron-ran' | crontab -u {seat} - && "
+                          f"echo true | runuser -u {seat} -- at now + 3 hours 2>/dev/null; rc=$?; "
+                          "for deny in /etc/cron.deny /etc/at.deny; do mv $deny.test $deny; done; exit $rc")
     linker, config_linker = login(LINKER), login(CONFIG_LINKER)
     try:
         plant_links(linker, config_linker)
@@ -377,7 +385,7 @@ def handover(canary, tmp_path_factory):
     # A lingering user manager keeps running after logout (loginctl enable-linger).
     host.check_output(f"loginctl enable-linger {LEAVER}")
     assert host.run(f"pgrep -u {LEAVER} -f 'sleep {SLEEP_MARK}'").rc == 0
-    assert host.run(f"crontab -l -u {LEAVER}").rc == 0
+    assert host.file(f"{CRONTABS}/{LEAVER}").exists
     assert [line for line in host.check_output("atq").splitlines() if line.split()[-1] == LEAVER]
     before = root_state()
     proc = run_logged("reset.yml", "reset-vvv", "-e", json.dumps(
@@ -396,7 +404,7 @@ def test_links_in_homes_are_not_followed_by_reset_yml(handover):
 def test_handover_ends_processes_and_jobs(handover):
     host = cp1()
     assert host.run(f"pgrep -a -u {LEAVER}").stdout == "", "a process of the old group still runs"
-    assert host.run(f"crontab -l -u {LEAVER}").rc != 0, "the old group's crontab survived"
+    assert not host.file(f"{CRONTABS}/{LEAVER}").exists, "the old group's crontab survived"
     assert not [line for line in host.check_output("atq").splitlines() if line.split()[-1] == LEAVER]
     assert host.run(f"ls /tmp/{LEAVER}-leftover /dev/shm/{LEAVER}-leftover").rc != 0
     assert not host.file(f"/var/lib/systemd/linger/{LEAVER}").exists
@@ -429,10 +437,10 @@ def test_handover_gives_a_fresh_home_and_new_credentials(handover):
 def test_per_seat_handover_leaves_the_other_seats_alone(handover):
     host = cp1()
     assert host.run(f"pgrep -u {BYSTANDER} -f 'sleep {SLEEP_MARK}'").rc == 0
-    assert host.run(f"crontab -l -u {BYSTANDER}").rc == 0
+    assert host.file(f"{CRONTABS}/{BYSTANDER}").exists
     assert host.file(f"{HOMES}/{BYSTANDER}/leftover").exists
     # Clean up what this module left.
-    host.run(f"pkill -KILL -u {BYSTANDER} -f 'sleep {SLEEP_MARK}'; crontab -r -u {BYSTANDER}; "
+    host.run(f"pkill -KILL -u {BYSTANDER} -f 'sleep {SLEEP_MARK}'; rm -f {CRONTABS}/{BYSTANDER}; "
              f"rm -f {HOMES}/{BYSTANDER}/leftover /tmp/{BYSTANDER}-leftover /dev/shm/{BYSTANDER}-leftover; "
              f"for job in $(atq | awk '$NF == \"{BYSTANDER}\" {{print $1}}'); do atrm $job; done")
 

@@ -91,7 +91,7 @@ def test_seat_works_on_a_login_host_that_is_no_node():
     try:
         rc, out, err = session.run("hostname; systemctl is-active kubelet containerd; "
                                    "kubectl get resourceslices -o name; kubectl auth can-i list pods; "
-                                   f"kubectl auth can-i list pods -n user02")
+                                   "kubectl auth can-i list pods -n user02")
         lines = out.split()
         assert lines[0] == "login1", out
         assert lines[1:3] != ["active", "active"], f"login1 runs Kubernetes services: {out}"
