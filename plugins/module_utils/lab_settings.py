@@ -193,11 +193,12 @@ def closest_name(name):
     return stems[close[0]] if close else None
 
 
-def unknown_name_warning(name):
-    """'dralab_seat is not a lab setting (did you mean dralab_seats?)', or the same without a guess."""
+def unknown_name_problem(name):
+    """'dralab_seat is not a lab setting; did you mean dralab_seats?', or without a guess the list to look in."""
     guess = closest_name(name)
-    hint = ' (did you mean %s?)' % guess if guess else ''
-    return '%s is not a lab setting and is ignored%s' % (name, hint)
+    if guess:
+        return '%s is not a lab setting; did you mean %s?' % (name, guess)
+    return '%s is not a lab setting (README.md lists them)' % name
 
 
 def os_release_problem(distribution, version, major_version=None):

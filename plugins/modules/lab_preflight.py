@@ -27,8 +27,8 @@ description:
     are not CIDRs or overlap each other or a node address, and chart or image versions of the dra_driver role that
     are not semantic versions.
   - With O(host_settings), resolves every lab-wide setting once from what each host of the lab sees, fails when a
-    setting differs between hosts (set on a group other than C(all)), and warns about C(dralab_*) variables that
-    are not lab settings, naming the closest known one.
+    setting differs between hosts (set on a group other than C(all)), and fails on C(dralab_*) variables that
+    are not lab settings, naming the closest known one (a misspelt setting would otherwise be ignored).
   - Reports what is allowed but probably unintended (no login hosts, a locked gate set to its default) as warnings.
   - Every option from O(kubernetes_version) to O(login_hosts) takes the value of the lab-wide variable of the same
     name with the C(dralab_) prefix and overrides O(host_settings); a setting set nowhere means its default
@@ -143,7 +143,7 @@ lab_warnings:
   type: list
   elements: str
   sample:
-    - "dralab_seat is not a lab setting and is ignored (did you mean dralab_seats?) (set for localhost)"
+    - "dralab_login_hosts: no login hosts; seats get a kubeconfig but no Linux account"
 seat_names:
   description: The seat names the lab will create.
   returned: success
@@ -219,11 +219,10 @@ def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
     if not dra_cel.HAS_CEL:
         module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
-    resolved, errors, warnings = resolve_hosts(module.params.get('host_settings') or {})
+    resolved, errors = resolve_hosts(module.params.get('host_settings') or {})
     config = lab_config(module.params, resolved)
-    more_errors, more_warnings = validate(config, compile_problem=cel_checker(config))
+    more_errors, warnings = validate(config, compile_problem=cel_checker(config))
     errors += more_errors
-    warnings += more_warnings
     for warning in warnings:
         module.warn(warning)
     if errors:

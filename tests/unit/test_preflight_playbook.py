@@ -286,10 +286,15 @@ def test_unsupported_os_release_stops_before_any_change(tmp_path, distribution, 
     assert all(counts['unreachable'] == 0 for counts in recap(result.stdout).values()), result.stdout
 
 
-def test_misspelt_setting_is_named_with_the_closest_known_one(tmp_path):
-    result = run_with_facts(tmp_path, with_vars(dralab_seat=30), 'Debian', '12.11')
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert 'dralab_seat is not a lab setting and is ignored (did you mean dralab_seats?)' in flat(result)
+def test_misspelt_setting_stops_naming_the_closest_known_one(tmp_path):
+    result = run_preflight(tmp_path, with_vars(dralab_seat=30))
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert 'dralab_seat is not a lab setting; did you mean dralab_seats? (set for cp1, localhost, node1)' \
+        in flat(result), result.stdout + result.stderr
+    assert 'Preflight found 1 problem(s)' in flat(result)
+    assert_no_host_contacted(result)
+    # The OS play (the first that would contact a node) never started.
+    assert 'Check the operating system of every node' not in result.stdout
 
 
 def test_extra_vars_settle_a_setting_for_every_host(tmp_path):

@@ -209,33 +209,33 @@ def test_cel_selectors_go_through_the_compile_hook():
 # ---------------------------------------------------------------- one value per lab
 
 def test_a_setting_set_on_one_group_only_is_refused():
-    settings, errors, warnings = lab_config.resolve_hosts({
+    settings, errors = lab_config.resolve_hosts({
         'localhost': {}, 'cp1': {'dralab_seats': 3}, 'worker1': {},
     })
     assert errors == ['dralab_seats: differs between the hosts of the lab: 3 on cp1; 72 on localhost, worker1; '
                       'set it once for the whole lab (group_vars/all.yml, or -e)']
-    assert 'dralab_seats' not in settings and warnings == []
+    assert 'dralab_seats' not in settings
 
 
 def test_the_default_written_out_is_the_same_value():
-    settings, errors, dummy = lab_config.resolve_hosts({'localhost': {}, 'cp1': {'dralab_seats': 72}})
+    settings, errors = lab_config.resolve_hosts({'localhost': {}, 'cp1': {'dralab_seats': 72}})
     assert errors == [] and settings == {'dralab_seats': 72}
 
 
 def test_a_derived_setting_set_on_one_host_only_is_refused():
-    dummy, errors, dummy = lab_config.resolve_hosts({'localhost': {}, 'cp1': {'dralab_login_hosts': ['cp1']}})
+    dummy, errors = lab_config.resolve_hosts({'localhost': {}, 'cp1': {'dralab_login_hosts': ['cp1']}})
     assert errors and errors[0].startswith('dralab_login_hosts: differs between the hosts of the lab: ["cp1"] on cp1; '
                                            'not set on localhost')
 
 
-def test_unknown_settings_are_warned_with_the_closest_name():
-    settings, errors, warnings = lab_config.resolve_hosts({
+def test_unknown_settings_are_errors_with_the_closest_name():
+    settings, errors = lab_config.resolve_hosts({
         'localhost': {'dralab_seat': 30, 'dralab_whatever_else': 1}, 'cp1': {'dralab_seat': 30},
     })
-    assert errors == [] and settings == {}
-    assert warnings == [
-        'dralab_seat is not a lab setting and is ignored (did you mean dralab_seats?) (set for cp1, localhost)',
-        'dralab_whatever_else is not a lab setting and is ignored (set for localhost)',
+    assert settings == {}
+    assert errors == [
+        'dralab_seat is not a lab setting; did you mean dralab_seats? (set for cp1, localhost)',
+        'dralab_whatever_else is not a lab setting (README.md lists them) (set for localhost)',
     ]
 
 
