@@ -82,6 +82,44 @@ def test_api_down_is_a_sentence(capsys, tmp_path):
     assert "Cannot reach the lab's Kubernetes API" in err and "Traceback" not in err
 
 
+def seat_kubeconfig(path, namespace="user01", server="https://127.0.0.1:1"):
+    context = {"cluster": "c", "user": "u"}
+    if namespace:
+        context["namespace"] = namespace
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": context}]}))
+    return path
+
+
+def test_the_first_kubeconfig_entry_is_used(capsys, tmp_path, monkeypatch):
+    # As kubectl: the first file of $KUBECONFIG (k8s_client.kubeconfig_path), here a seat's that reaches nothing.
+    first = seat_kubeconfig(tmp_path / "first")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'second'}")
+    assert cli.main(["status"]) == 4
+    assert "Cannot reach the lab's Kubernetes API" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{not: [yaml", "ask the instructor for a fresh one"),
+    ("{}", "ask the instructor for a fresh one"),
+    (None, "names no namespace"),
+])
+def test_unusable_kubeconfigs_are_refused(capsys, tmp_path, content, words):
+    path = tmp_path / "kubeconfig"
+    if content is None:
+        seat_kubeconfig(path, namespace=None)
+    else:
+        path.write_text(content)
+    assert cli.main(["status", "-o", "json", "--kubeconfig", str(path)]) == 1
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["error"] == "bad_kubeconfig" and words in data["sentence"] and str(path) in data["sentence"]
+    assert "Traceback" not in captured.err
+
+
 def test_quota_and_status_refusals():
     assert quota_sentence(QUOTA_MESSAGE).startswith(
         "Your seat may hold 1 GPU(s) of class gpu.example.com and already uses 1: release one first")
