@@ -70,6 +70,58 @@ def test_refusals_in_json(capsys):
     assert data["error"] == "no_kubeconfig" and "No kubeconfig" in data["sentence"]
 
 
+def json_failure(capsys):
+    """The one JSON object a failing command prints with -o json (stdout only, nothing else there)."""
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    data = json.loads(captured.out)
+    assert set(data) == {"error", "sentence"}, data
+    return data
+
+
+@pytest.mark.parametrize("output", [["-o", "json"], ["--output=json"], ["-ojson"], ["--output", "json"]])
+def test_a_broken_settings_file_is_json_with_json_output(capsys, tmp_path, monkeypatch, output):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"lease_maximum": "4h"}))
+    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(path))
+    assert cli.main(["status", *output]) == 1
+    data = json_failure(capsys)
+    assert data["error"] == "settings"
+    assert "unknown field(s) lease_maximum" in data["sentence"] and data["sentence"].endswith("tell the instructor.")
+
+
+def test_a_broken_settings_file_is_one_line_in_text(capsys, tmp_path, monkeypatch):
+    path = tmp_path / "settings.json"
+    path.write_text("{not json")
+    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(path))
+    assert cli.main(["status"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    assert captured.err.startswith(f"can-has-gpu: cannot read the settings file {path}")
+
+
+def test_an_unexpected_error_is_json_with_json_output(capsys, monkeypatch):
+    # No real command fails unexpectedly on purpose: a command that raises stands in for a bug.
+    def broken(args, settings, out):
+        raise KeyError("nodeName")
+    monkeypatch.setitem(cli.COMMANDS, "status", broken)
+    assert cli.main(["status", "-o", "json"]) == 1
+    data = json_failure(capsys)
+    assert data["error"] == "unexpected"
+    assert data["sentence"].startswith("unexpected error (KeyError: 'nodeName'): tell the instructor")
+    assert cli.main(["status"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("can-has-gpu: unexpected error (KeyError")
+    monkeypatch.setenv("CAN_HAS_GPU_DEBUG", "1")
+    with pytest.raises(KeyError):
+        cli.main(["status", "-o", "json"])
+
+
+def test_a_usage_error_is_json_with_json_output(capsys):
+    assert cli.main(["reserve", "--count", "0", "-o", "json"]) == 2
+    assert json_failure(capsys)["error"] == "usage"
+
+
 def test_api_down_is_a_sentence(capsys, tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(json.dumps({
