@@ -607,6 +607,7 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
         'driver': driver,
         'nodes_expected': len(expected_set),
         'nodes_publishing': sum(1 for row in node_rows if row['published'] > 0),
+        'nodes_complete': sum(1 for row in node_rows if row['name'] in expected_set and row['published'] == row['expected']),
         'devices_expected': sum(row['expected'] for row in node_rows),
         'devices_published': sum(row['published'] for row in node_rows),
         'devices_allocated': len(allocated_keys),
@@ -627,3 +628,28 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
         'problems': problems,
         'device_classes': sorted(index.device_classes),
     }
+
+
+def report_lines(report):
+    """The health report as the lab_health role prints it: a summary, one line per node, one per problem."""
+    summary = report['summary']
+    lines = [
+        'DRA lab %s: %d error(s), %d warning(s)' % ('healthy' if report['healthy'] else 'UNHEALTHY',
+                                                    summary['errors'], summary['warnings']),
+        'Devices (%s): %d/%d published on %d/%d nodes, %d allocated, %d free' % (
+            summary['driver'], summary['devices_published'], summary['devices_expected'],
+            summary['nodes_publishing'], summary['nodes_expected'], summary['devices_allocated'],
+            summary['devices_free']),
+        'Claims: %d total, %d pending, %d allocated (%d in use by pods)' % (
+            summary['claims_total'], summary['claims_pending'], summary['claims_allocated'],
+            summary['claims_reserved']),
+        'Nodes:' + ('' if report['nodes'] else ' none'),
+    ]
+    for node in report['nodes']:
+        state = 'not in the cluster' if node['ready'] is None else ('Ready' if node['ready'] else 'NotReady')
+        lines.append('  %s: %d/%d devices, %d slice(s), %s'
+                     % (node['name'], node['published'], node['expected'], node['slices'], state))
+    lines.append('Problems:' + ('' if report['problems'] else ' none'))
+    for problem in report['problems']:
+        lines.append('  %s %s: %s' % (problem['severity'].upper(), problem['object'], problem['reason']))
+    return lines
