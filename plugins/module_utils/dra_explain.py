@@ -47,6 +47,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import 
     SEAT_LABEL,
     device_quota_key,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_quantity, parse_quantity
 
 _UTC = datetime.timezone.utc
 
@@ -789,14 +790,14 @@ def _hint(expression, devices):
             for key, entry in (device.spec.get('capacity') or {}).items():
                 if dra_cel.qualified_name(key, device.driver) == (domain, name):
                     try:
-                        values.append(dra_cel.parse_quantity(str((entry or {}).get('value'))))
+                        values.append(parse_quantity(str((entry or {}).get('value'))))
                     except ValueError:
                         pass
         if values:
             parts.append('the largest has %s, the smallest %s' % (
-                dra_cel.format_quantity(max(values)), dra_cel.format_quantity(min(values)))
+                format_quantity(max(values)), format_quantity(min(values)))
                 if min(values) != max(values) and _LOWER_BOUND.search(expression) is None
-                else 'the largest has %s' % dra_cel.format_quantity(max(values)))
+                else 'the largest has %s' % format_quantity(max(values)))
     for domain, name in sorted(set(_ATTRIBUTE_REF.findall(expression))):
         values = set()
         for device in devices:
@@ -827,7 +828,7 @@ def _attribute(device, qualified):
 
 def _int_quantity(value):
     try:
-        return int(dra_cel.parse_quantity(str(value)))
+        return int(parse_quantity(str(value)))
     except ValueError:
         return 0
 

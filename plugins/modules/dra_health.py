@@ -392,6 +392,7 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_collect, dra_explain, dra_model
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 MAX_REASONS_IN_MESSAGE = 10
 
@@ -430,7 +431,7 @@ def run(module, client, now=None):
     if not dra_cel.HAS_CEL:
         module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
     try:
-        stale_after = dra_model.parse_duration(params['stale_claim_age'])
+        stale_after = parse_duration(params['stale_claim_age'])
     except ValueError as exc:
         module.fail_json(msg='Invalid stale_claim_age: %s.' % exc)
     if params['expected_devices_per_node'] < 0:

@@ -16,7 +16,8 @@ import secrets
 import sys
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import format_age, parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import format_age
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 from . import __version__, render
 from .api import Api, Refusal

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
-    format_age,
-    parse_duration,
-    parse_time,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import format_age, parse_time
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 from .settings import LEASE_EXPIRES
 

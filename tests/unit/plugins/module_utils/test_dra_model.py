@@ -64,20 +64,6 @@ def broken_fixture():
 
 # --------------------------------------------------------------------------- helpers
 
-@pytest.mark.parametrize('value, seconds', [
-    (3600, 3600), ('3600', 3600), ('90s', 90), ('30m', 1800), ('1h', 3600), ('2d', 172800), ('1w', 604800),
-    ('1h30m', 5400), (' 2H ', 7200), (0, 0),
-])
-def test_parse_duration(value, seconds):
-    assert dra_model.parse_duration(value) == seconds
-
-
-@pytest.mark.parametrize('value', ['', 'soon', '1x', '1h 30', '-5', True, '30mm'])
-def test_parse_duration_rejects(value):
-    with pytest.raises(ValueError, match='duration'):
-        dra_model.parse_duration(value)
-
-
 def test_parse_time_forms():
     utc = datetime.timezone.utc
     assert dra_model.parse_time('2026-10-28T09:58:12Z') == datetime.datetime(2026, 10, 28, 9, 58, 12, tzinfo=utc)
