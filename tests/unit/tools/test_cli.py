@@ -207,6 +207,19 @@ def test_policy_refusals():
                                 "every matching GPU of the shared lab.")
 
 
+@pytest.mark.parametrize("memory, text", [("40Gi", "40Gi"), (" 80Gi ", "80Gi"), ("1.5Ti", "1.5Ti"), ("4e10", "4e10"),
+                                          ("500M", "500M")])
+def test_memory_is_any_positive_quantity(memory, text):
+    assert memory_selector("gpu.example.com", memory) == \
+        f"device.capacity['gpu.example.com'].memory.compareTo(quantity('{text}')) >= 0"
+
+
+@pytest.mark.parametrize("memory", ["lots", "", "40GiB", "-40Gi", "0", "40Gi') || true || quantity('1", None])
+def test_memory_that_is_no_positive_quantity_is_refused(memory):
+    with pytest.raises(ValueError, match="is not a quantity: write it like 40Gi or 80Gi"):
+        memory_selector("gpu.example.com", memory)
+
+
 def test_objects():
     body = claim_body("gpu.example.com", 2, [memory_selector("gpu.example.com", "40Gi")], "2026-12-01T12:00:00Z", "2h")
     exactly = body["spec"]["devices"]["requests"][0]["exactly"]
