@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_collect import list_with_query
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (
     K8sError,
     KubeClient,
@@ -136,7 +135,7 @@ class Api:
 
     def items(self, doing: str, path: str, query: dict | None = None) -> list[dict]:
         try:
-            return list_with_query(self.client, path, query) if query else self.client.list_items(path)
+            return self.client.list_items(path, query)
         except K8sError as exc:
             raise refusal_from(exc, doing) from None
 

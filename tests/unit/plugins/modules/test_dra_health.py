@@ -16,7 +16,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages
 from ansible_collections.dralab.workshop.plugins.modules import dra_health
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
@@ -32,7 +32,10 @@ class FakeClient:
         self.fail = fail or {}
         self.calls = []
 
-    def list_items(self, path):
+    def list_items(self, path, query=None):
+        if query:
+            # A query is answered page by page through request(), by the collection's one paging loop.
+            return list_pages(self, path, query)
         self.calls.append(('list_items', path, None))
         if path in self.fail:
             raise self.fail[path]
