@@ -36,6 +36,8 @@ from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
+    TERMINATED_PHASES,
+    PodIndex,
     build_pools,
     format_age,
     join_names,
@@ -227,15 +229,7 @@ class Explainer:
         self.quotas = defaultdict(list)
         for quota in quotas or []:
             self.quotas[_meta(quota).get('namespace')].append(quota)
-        self.pods_by_claim = defaultdict(list)
-        for pod in pods or []:
-            ns = _meta(pod).get('namespace')
-            names = set(ref.get('resourceClaimName') for ref in (pod.get('spec') or {}).get('resourceClaims') or [])
-            names.update(st.get('resourceClaimName')
-                         for st in (pod.get('status') or {}).get('resourceClaimStatuses') or [])
-            for claim_name in names:
-                if claim_name:
-                    self.pods_by_claim[(ns, claim_name)].append(pod)
+        self.pods = PodIndex(pods)
         self._index_devices(slices or [])
         self._index_allocations()
         self._class_cache = {}
@@ -374,8 +368,8 @@ class _ClaimExplanation:
         self.spec = (claim.get('spec') or {}).get('devices') or {}
         self.requests = self.spec.get('requests') or []
         self.constraints = self.spec.get('constraints') or []
-        pods = explainer.pods_by_claim.get((self.ns, self.name)) or []
-        live = [p for p in pods if (p.get('status') or {}).get('phase') not in ('Succeeded', 'Failed')]
+        pods = explainer.pods.consumers(claim)
+        live = [p for p in pods if (p.get('status') or {}).get('phase') not in TERMINATED_PHASES]
         self.pod = (live or pods or [None])[0]
         self.not_modeled = []
         self.rows = []

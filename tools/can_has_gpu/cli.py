@@ -16,7 +16,7 @@ import secrets
 import sys
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import format_age
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import allocated_devices, format_age
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 from . import __version__, render
@@ -25,7 +25,6 @@ from .lab import claim_state, explain, seat_view, users_of
 from .lease import (
     LeaseError,
     age_seconds,
-    allocated_devices,
     describe_left,
     now_utc,
     seconds_left,
