@@ -335,3 +335,16 @@ def test_site_stops_in_preflight_before_the_cluster(tmp_path):
 def test_every_lab_playbook_starts_with_preflight(playbook):
     plays = yaml.safe_load((REPO / 'playbooks' / playbook).read_text())
     assert plays[0].get('ansible.builtin.import_playbook') == 'preflight.yml', playbook
+
+
+# The playbooks that do not start with preflight, each with the reason docs/architecture.md gives.
+WITHOUT_PREFLIGHT = {'preflight.yml', 'teardown.yml', 'mirror.yml'}
+
+
+def test_only_the_documented_playbooks_skip_the_preflight():
+    skipping = set(path.name for path in (REPO / 'playbooks').glob('*.yml')
+                   if yaml.safe_load(path.read_text())[0].get('ansible.builtin.import_playbook') != 'preflight.yml')
+    assert skipping == WITHOUT_PREFLIGHT
+    architecture = ' '.join((REPO / 'docs' / 'architecture.md').read_text().split())
+    for playbook in sorted(WITHOUT_PREFLIGHT - {'preflight.yml'}):
+        assert '`%s`, which' % playbook in architecture, playbook
