@@ -39,7 +39,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 
 def duration_seconds(value):

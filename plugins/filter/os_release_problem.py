@@ -10,10 +10,10 @@ short_description: Why a node's OS release is not one the lab supports
 version_added: 0.1.0
 author: dralab.workshop maintainers (@dralab)
 description:
-  - Returns an empty string when the facts describe a supported release (Debian 12, Debian 13, Ubuntu 24.04), else a
-    sentence naming the release and the supported ones.
-  - The list is C(SUPPORTED_OS_RELEASES) in plugins/module_utils/lab_settings.py; playbooks/preflight.yml uses this
-    filter on every node before any change.
+  - Returns an empty string when the facts describe a supported release, else a sentence naming the release and the
+    supported ones.
+  - The supported releases are the ones the lab is tested on, C(OS_RELEASES) in plugins/module_utils/lab_settings.py
+    (the one list); playbooks/preflight.yml uses this filter on every node before any change.
 options:
   _input:
     description: The node's C(ansible_facts), with at least the C(distribution) subset.
@@ -28,7 +28,7 @@ EXAMPLES = r"""
   when: (ansible_facts | dralab.workshop.os_release_problem) | length > 0
 
 # {'distribution': 'Debian', 'distribution_version': '11.9', 'distribution_major_version': '11'}
-#   => "Debian 11.9 is not a supported release (supported: Debian 12, Debian 13, Ubuntu 24.04)"
+#   => "Debian 11.9 is not a supported release (supported: ..., the releases the lab is tested on)"
 """
 
 RETURN = r"""

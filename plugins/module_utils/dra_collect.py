@@ -9,7 +9,7 @@ dra_model.analyze(), plus warnings for optional reads that failed.
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
 
 LIST_PATHS = (
     ('device_classes', '/apis/resource.k8s.io/v1/deviceclasses'),
@@ -23,13 +23,10 @@ EVENTS_PATH = '/api/v1/events'
 EVENTS_QUERY = {'fieldSelector': 'reason=FailedScheduling'}
 
 
-def list_with_query(client, path, query):
-    """Every item of a list endpoint with extra query parameters (k8s_client.list_pages)."""
-    return list_pages(client, path, query)
-
-
 def collect(client, include_events=True):
     """Read DeviceClasses, ResourceSlices, ResourceClaims, Pods, Nodes, Namespaces (and FailedScheduling events).
+
+    client is a KubeClient (or anything with its list_items(path, query=None)).
 
     Raises K8sError when a required list cannot be read. Events are optional:
     a failure to read them becomes a warning and an empty list.
@@ -41,7 +38,7 @@ def collect(client, include_events=True):
     warnings = []
     if include_events:
         try:
-            data['events'] = list_with_query(client, EVENTS_PATH, EVENTS_QUERY)
+            data['events'] = client.list_items(EVENTS_PATH, EVENTS_QUERY)
         except K8sError as exc:
             warnings.append('Could not read FailedScheduling events (%s); pending claims are explained from the '
                             'pods\' PodScheduled conditions only. Set include_events=false to skip this read.' % exc)

@@ -36,6 +36,8 @@ from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
+    TERMINATED_PHASES,
+    PodIndex,
     build_pools,
     format_age,
     join_names,
@@ -47,6 +49,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import 
     SEAT_LABEL,
     device_quota_key,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_quantity, parse_quantity
 
 _UTC = datetime.timezone.utc
 
@@ -226,15 +229,7 @@ class Explainer:
         self.quotas = defaultdict(list)
         for quota in quotas or []:
             self.quotas[_meta(quota).get('namespace')].append(quota)
-        self.pods_by_claim = defaultdict(list)
-        for pod in pods or []:
-            ns = _meta(pod).get('namespace')
-            names = set(ref.get('resourceClaimName') for ref in (pod.get('spec') or {}).get('resourceClaims') or [])
-            names.update(st.get('resourceClaimName')
-                         for st in (pod.get('status') or {}).get('resourceClaimStatuses') or [])
-            for claim_name in names:
-                if claim_name:
-                    self.pods_by_claim[(ns, claim_name)].append(pod)
+        self.pods = PodIndex(pods)
         self._index_devices(slices or [])
         self._index_allocations()
         self._class_cache = {}
@@ -373,8 +368,8 @@ class _ClaimExplanation:
         self.spec = (claim.get('spec') or {}).get('devices') or {}
         self.requests = self.spec.get('requests') or []
         self.constraints = self.spec.get('constraints') or []
-        pods = explainer.pods_by_claim.get((self.ns, self.name)) or []
-        live = [p for p in pods if (p.get('status') or {}).get('phase') not in ('Succeeded', 'Failed')]
+        pods = explainer.pods.consumers(claim)
+        live = [p for p in pods if (p.get('status') or {}).get('phase') not in TERMINATED_PHASES]
         self.pod = (live or pods or [None])[0]
         self.not_modeled = []
         self.rows = []
@@ -789,14 +784,14 @@ def _hint(expression, devices):
             for key, entry in (device.spec.get('capacity') or {}).items():
                 if dra_cel.qualified_name(key, device.driver) == (domain, name):
                     try:
-                        values.append(dra_cel.parse_quantity(str((entry or {}).get('value'))))
+                        values.append(parse_quantity(str((entry or {}).get('value'))))
                     except ValueError:
                         pass
         if values:
             parts.append('the largest has %s, the smallest %s' % (
-                dra_cel.format_quantity(max(values)), dra_cel.format_quantity(min(values)))
+                format_quantity(max(values)), format_quantity(min(values)))
                 if min(values) != max(values) and _LOWER_BOUND.search(expression) is None
-                else 'the largest has %s' % dra_cel.format_quantity(max(values)))
+                else 'the largest has %s' % format_quantity(max(values)))
     for domain, name in sorted(set(_ATTRIBUTE_REF.findall(expression))):
         values = set()
         for device in devices:
@@ -827,7 +822,7 @@ def _attribute(device, qualified):
 
 def _int_quantity(value):
     try:
-        return int(dra_cel.parse_quantity(str(value)))
+        return int(parse_quantity(str(value)))
     except ValueError:
         return 0
 

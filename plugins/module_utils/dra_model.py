@@ -128,6 +128,99 @@ def _device_label(driver, pool, device, pool_node):
 
 
 # ---------------------------------------------------------------------------
+# Claims and the pods that use them (also can-has-gpu's and the explainer's)
+# ---------------------------------------------------------------------------
+
+def allocated_devices(claim):
+    """The allocation results of a claim: dicts with driver, pool, device, request (empty when pending)."""
+    allocation = (claim.get('status') or {}).get('allocation') or {}
+    return list((allocation.get('devices') or {}).get('results') or [])
+
+
+def claim_state(claim):
+    """The state the API records: 'pending' (no allocation), 'reserved' (allocated, reservedFor names a
+    consumer) or 'allocated' (allocated, reserved for nobody)."""
+    status = claim.get('status') or {}
+    if not status.get('allocation'):
+        return 'pending'
+    return 'reserved' if status.get('reservedFor') else 'allocated'
+
+
+class PodIndex:
+    """Pods indexed once, by uid, by namespace/name and by the claims they name, so that finding the pods
+    of every claim stays linear in the number of pods."""
+
+    def __init__(self, pods):
+        self.by_uid = {}
+        self.by_key = {}
+        self.by_claim = defaultdict(list)
+        self._position = {}
+        for position, pod in enumerate(pods or []):
+            meta = _meta(pod)
+            key = (meta.get('namespace'), meta.get('name'))
+            self._position[id(pod)] = position
+            self.by_key[key] = pod
+            if meta.get('uid'):
+                self.by_uid[meta['uid']] = pod
+            claim_names = set(ref.get('resourceClaimName') for ref in (pod.get('spec') or {}).get('resourceClaims') or [])
+            claim_names.update(st.get('resourceClaimName')
+                               for st in (pod.get('status') or {}).get('resourceClaimStatuses') or [])
+            for claim_name in claim_names:
+                if claim_name:
+                    self.by_claim[(key[0], claim_name)].append(pod)
+
+    def consumers(self, claim):
+        """Pods of the claim's namespace that use it: by name in spec.resourceClaims, by generated name in
+        status.resourceClaimStatuses, as its owner, or in its reservedFor; each once, in the order given."""
+        meta = _meta(claim)
+        namespace = meta.get('namespace')
+        found = dict((id(pod), pod) for pod in self.by_claim.get((namespace, meta.get('name')), ()))
+        uids = [ref.get('uid') for ref in meta.get('ownerReferences') or [] if ref.get('kind') == 'Pod']
+        uids += [ref.get('uid') for ref in (claim.get('status') or {}).get('reservedFor') or []]
+        for uid in uids:
+            pod = self.by_uid.get(uid) if uid else None
+            if pod is not None and _ns(pod) == namespace:
+                found[id(pod)] = pod
+        return sorted(found.values(), key=lambda pod: self._position[id(pod)])
+
+    def reservations(self, claim):
+        """The pods of the claim's reservedFor: (live pods, [(name, why) for each one gone or terminated]).
+
+        Consumers that are not pods are left out. A pod is found by uid; a new pod with the same name is
+        another pod.
+        """
+        namespace = _ns(claim)
+        alive = []
+        missing = []
+        for consumer in (claim.get('status') or {}).get('reservedFor') or []:
+            if consumer.get('resource') != 'pods' or consumer.get('apiGroup'):
+                continue
+            uid = consumer.get('uid')
+            pod = self.by_uid.get(uid) if uid else self.by_key.get((namespace, consumer.get('name')))
+            if pod is None:
+                same_name = self.by_key.get((namespace, consumer.get('name')))
+                missing.append((consumer.get('name'), 'no longer exists' + (
+                    ' (a new pod with the same name has a different uid)' if same_name is not None else '')))
+                continue
+            phase = (pod.get('status') or {}).get('phase')
+            if phase in TERMINATED_PHASES:
+                missing.append((consumer.get('name'), 'has terminated (%s)' % phase))
+                continue
+            alive.append(pod)
+        return alive, missing
+
+
+def claim_pods(claim, pods):
+    """The pods (of a list) that use a claim (PodIndex.consumers)."""
+    return PodIndex(pods).consumers(claim)
+
+
+def in_use(claim, pods):
+    """Whether a pod that has not finished holds the claim's reservation (PodIndex.reservations)."""
+    return bool(PodIndex(pods).reservations(claim)[0])
+
+
+# ---------------------------------------------------------------------------
 # Indexes
 # ---------------------------------------------------------------------------
 
@@ -144,24 +237,7 @@ class _Index:
         self.device_classes = set(_name(dc) for dc in device_classes or [])
         self.nodes = dict((_name(node), node) for node in nodes or [])
         self.namespaces = dict((_name(ns), ns) for ns in namespaces or [])
-        self.pods_by_uid = {}
-        self.pods_by_key = {}
-        self.pods_by_claim = defaultdict(list)
-        for pod in pods or []:
-            meta = _meta(pod)
-            key = (meta.get('namespace'), meta.get('name'))
-            self.pods_by_key[key] = pod
-            if meta.get('uid'):
-                self.pods_by_uid[meta['uid']] = pod
-            claim_names = set()
-            for ref in (pod.get('spec') or {}).get('resourceClaims') or []:
-                if ref.get('resourceClaimName'):
-                    claim_names.add(ref['resourceClaimName'])
-            for st in (pod.get('status') or {}).get('resourceClaimStatuses') or []:
-                if st.get('resourceClaimName'):
-                    claim_names.add(st['resourceClaimName'])
-            for claim_name in claim_names:
-                self.pods_by_claim[(key[0], claim_name)].append(pod)
+        self.pods = PodIndex(pods)
         self.events_by_uid = {}
         self.events_by_key = {}
         for event in events or []:
@@ -357,23 +433,9 @@ def _check_pools(index, problems):
     return rows
 
 
-def _claim_consumers(index, claim):
-    """Pods that reference the claim (by name, by generated name, or as its owner), without duplicates."""
-    meta = _meta(claim)
-    found = {}
-    for pod in index.pods_by_claim.get((meta.get('namespace'), meta.get('name')), ()):
-        found[_meta(pod).get('uid') or id(pod)] = pod
-    for ref in meta.get('ownerReferences') or []:
-        if ref.get('kind') == 'Pod':
-            pod = index.pods_by_uid.get(ref.get('uid'))
-            if pod is not None:
-                found[ref.get('uid')] = pod
-    return list(found.values())
-
-
 def _pending_reason(index, claim):
     """Why a claim has no allocation, from its consumer pod's scheduling status (or None if nobody uses it)."""
-    consumers = _claim_consumers(index, claim)
+    consumers = index.pods.consumers(claim)
     consumers.sort(key=lambda p: (p.get('status') or {}).get('phase') in TERMINATED_PHASES)
     for pod in consumers:
         cond = _condition(pod, 'PodScheduled')
@@ -421,11 +483,8 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
         ns, name = meta.get('namespace'), meta.get('name')
         ref = '%s/%s' % (ns, name)
         obj = 'ResourceClaim %s' % ref
-        status = claim.get('status') or {}
-        allocation = status.get('allocation')
-        results = ((allocation or {}).get('devices') or {}).get('results') or []
-        reserved = status.get('reservedFor') or []
-        state = 'pending' if not allocation else ('reserved' if reserved else 'allocated')
+        reserved = (claim.get('status') or {}).get('reservedFor') or []
+        state = claim_state(claim)
         created = meta.get('creationTimestamp')
         created_at = parse_time(created)
         age = int((now - created_at).total_seconds()) if created_at else None
@@ -435,7 +494,7 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
                               or any(o.get('kind') == 'Pod' for o in meta.get('ownerReferences') or []))
 
         devices = []
-        for result in results:
+        for result in allocated_devices(claim):
             key = (result.get('driver'), result.get('pool'), result.get('device'))
             node = index.pool_node(key[0], key[1])
             devices.append({'driver': key[0], 'pool': key[1], 'device': key[2], 'request': result.get('request'),
@@ -456,26 +515,10 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
                                   else '%s in pool %s' % (d['device'], d['pool']) for d in devices]) or 'its devices'
         held = 'GPU %s' % device_text if len(devices) == 1 else 'devices %s' % device_text
 
-        reserved_names = []
-        alive = []
-        missing = []
-        for consumer in reserved:
-            if consumer.get('resource') != 'pods' or consumer.get('apiGroup'):
-                reserved_names.append('%s/%s' % (consumer.get('resource'), consumer.get('name')))
-                continue
-            reserved_names.append(consumer.get('name'))
-            uid = consumer.get('uid')
-            pod = index.pods_by_uid.get(uid) if uid else index.pods_by_key.get((ns, consumer.get('name')))
-            if pod is None:
-                same_name = index.pods_by_key.get((ns, consumer.get('name')))
-                missing.append((consumer.get('name'), 'no longer exists' + (
-                    ' (a new pod with the same name has a different uid)' if same_name is not None else '')))
-                continue
-            phase = (pod.get('status') or {}).get('phase')
-            if phase in TERMINATED_PHASES:
-                missing.append((consumer.get('name'), 'has terminated (%s)' % phase))
-                continue
-            alive.append(_name(pod))
+        reserved_names = [consumer.get('name') if consumer.get('resource') == 'pods' and not consumer.get('apiGroup')
+                          else '%s/%s' % (consumer.get('resource'), consumer.get('name')) for consumer in reserved]
+        live_pods, missing = index.pods.reservations(claim)
+        alive = [_name(pod) for pod in live_pods]
 
         if missing:
             what = join_names(['pod %s/%s which %s' % (ns, pod_name, why) for pod_name, why in missing])
@@ -607,6 +650,7 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
         'driver': driver,
         'nodes_expected': len(expected_set),
         'nodes_publishing': sum(1 for row in node_rows if row['published'] > 0),
+        'nodes_complete': sum(1 for row in node_rows if row['name'] in expected_set and row['published'] == row['expected']),
         'devices_expected': sum(row['expected'] for row in node_rows),
         'devices_published': sum(row['published'] for row in node_rows),
         'devices_allocated': len(allocated_keys),
@@ -627,3 +671,28 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
         'problems': problems,
         'device_classes': sorted(index.device_classes),
     }
+
+
+def report_lines(report):
+    """The health report as the lab_health role prints it: a summary, one line per node, one per problem."""
+    summary = report['summary']
+    lines = [
+        'DRA lab %s: %d error(s), %d warning(s)' % ('healthy' if report['healthy'] else 'UNHEALTHY',
+                                                    summary['errors'], summary['warnings']),
+        'Devices (%s): %d/%d published on %d/%d nodes, %d allocated, %d free' % (
+            summary['driver'], summary['devices_published'], summary['devices_expected'],
+            summary['nodes_publishing'], summary['nodes_expected'], summary['devices_allocated'],
+            summary['devices_free']),
+        'Claims: %d total, %d pending, %d allocated (%d in use by pods)' % (
+            summary['claims_total'], summary['claims_pending'], summary['claims_allocated'],
+            summary['claims_reserved']),
+        'Nodes:' + ('' if report['nodes'] else ' none'),
+    ]
+    for node in report['nodes']:
+        state = 'not in the cluster' if node['ready'] is None else ('Ready' if node['ready'] else 'NotReady')
+        lines.append('  %s: %d/%d devices, %d slice(s), %s'
+                     % (node['name'], node['published'], node['expected'], node['slices'], state))
+    lines.append('Problems:' + ('' if report['problems'] else ' none'))
+    for problem in report['problems']:
+        lines.append('  %s %s: %s' % (problem['severity'].upper(), problem['object'], problem['reason']))
+    return lines

@@ -179,9 +179,9 @@ def list_pages(client, path, query=None):
 # ---------------------------------------------------------------- kubeconfigs
 
 def kubeconfig_path(params):
-    """The kubeconfig a module uses: its kubeconfig option, else $KUBECONFIG (first file), else ~/.kube/config."""
-    path = params.get('kubeconfig') or os.environ.get('KUBECONFIG') or os.path.expanduser('~/.kube/config')
-    return path.split(os.pathsep)[0]
+    """The kubeconfig to use: the kubeconfig option, else $KUBECONFIG (first file), else ~/.kube/config; ~ expanded."""
+    path = params.get('kubeconfig') or os.environ.get('KUBECONFIG', '').split(os.pathsep)[0] or '~/.kube/config'
+    return os.path.expanduser(path)
 
 
 def load_kubeconfig_text(text):
@@ -211,15 +211,32 @@ def read_ca_file(path):
         raise K8sError('Cannot read the CA certificate %s: %s' % (path, exc))
 
 
-def kubeconfig_cluster(path, context_name=None):
-    """(server, ca_data, insecure) of a kubeconfig's context. Raises K8sError."""
+def read_kubeconfig(path, what='kubeconfig'):
+    """The kubeconfig file at path as a dict ({} when it does not parse). Raises K8sError when it cannot be read."""
     try:
         with open(path, 'r') as handle:
-            config = load_kubeconfig_text(handle.read())
+            return load_kubeconfig_text(handle.read())
     except (IOError, OSError) as exc:
-        raise K8sError('Cannot read the admin kubeconfig %s: %s' % (path, exc))
+        raise K8sError('Cannot read the %s %s: %s' % (what, path, exc))
+
+
+def kubeconfig_context(config, context_name=None):
+    """(name, context entry) of a parsed kubeconfig: context_name's, else the current context's; entry None if missing."""
     name = context_name or config.get('current-context')
-    context = named_entry(config.get('contexts'), name, 'context')
+    return name, named_entry(config.get('contexts'), name, 'context')
+
+
+def kubeconfig_namespace(path, context_name=None):
+    """The namespace a kubeconfig's context names, or None (no namespace, no such context). Raises K8sError."""
+    dummy, context = kubeconfig_context(read_kubeconfig(path), context_name)
+    namespace = (context or {}).get('namespace')
+    return namespace if isinstance(namespace, str) and namespace else None
+
+
+def kubeconfig_cluster(path, context_name=None):
+    """(server, ca_data, insecure) of a kubeconfig's context. Raises K8sError."""
+    config = read_kubeconfig(path, 'admin kubeconfig')
+    name, context = kubeconfig_context(config, context_name)
     if context is None:
         raise K8sError('The kubeconfig %s has no context %s' % (path, name))
     cluster = named_entry(config.get('clusters'), context.get('cluster'), 'cluster')

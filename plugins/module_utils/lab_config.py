@@ -28,7 +28,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings impor
     NAMES,
     ROLE_VERSIONS,
     SETTINGS,
-    unknown_name_warning,
+    unknown_name_problem,
 )
 # Re-exported: the filters and older callers import these from here.
 from ansible_collections.dralab.workshop.plugins.module_utils.values import (  # noqa: F401 pylint: disable=unused-import
@@ -532,13 +532,12 @@ def resolve_hosts(host_settings):
     on a group other than "all" (or in host_vars), the Kubernetes half of a
     play would use one value and the Linux half another.
 
-    Returns (settings, errors, warnings): settings maps each setting set
-    somewhere to its value; errors name each setting whose value differs
-    between hosts; warnings name each unknown dralab_* variable with the
-    closest known name.
+    Returns (settings, errors): settings maps each setting set somewhere to
+    its value; errors name each setting whose value differs between hosts
+    and each dralab_* variable that is no setting, with the closest known
+    name (a misspelt name would otherwise be ignored and its default used).
     """
     errors = []
-    warnings = []
     settings = {}
     hosts = sorted(host_settings)
     unknown = set()
@@ -546,7 +545,7 @@ def resolve_hosts(host_settings):
         unknown.update(name for name in (host_settings[host] or {}) if name not in NAMES)
     for name in sorted(unknown):
         where = [host for host in hosts if name in (host_settings[host] or {})]
-        warnings.append('%s (set for %s)' % (unknown_name_warning(name), ', '.join(where)))
+        errors.append('%s (set for %s)' % (unknown_name_problem(name), ', '.join(where)))
     for name in NAMES:
         default = DEFAULTS.get(name)
         seen = {}
@@ -570,4 +569,4 @@ def resolve_hosts(host_settings):
             if name in (host_settings[host] or {}):
                 settings[name] = host_settings[host][name]
                 break
-    return settings, errors, warnings
+    return settings, errors

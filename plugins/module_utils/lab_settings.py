@@ -28,12 +28,10 @@ PREFIX = 'dralab_'
 
 # Operating system releases a lab node may run: (ansible_facts distribution,
 # distribution_major_version for Debian / distribution_version for Ubuntu).
-# The podman lab (make lab) runs Debian 12; the others are accepted because
-# the roles use only what they share with it (apt, systemd, the same
-# packages), but no test here boots them (roles' meta/main.yml lists only
-# what a test runs).
-SUPPORTED_OS_RELEASES = (('Debian', '12'), ('Debian', '13'), ('Ubuntu', '24.04'))
-TESTED_OS_RELEASES = (('Debian', '12'),)
+# Only what a test boots: the podman lab (make lab, molecule) runs Debian 12.
+# The preflight refuses every other release, and the roles' meta/main.yml
+# platforms list these (tests/unit/test_metadata.py).
+OS_RELEASES = (('Debian', '12'),)
 
 # The default DeviceClass menu (role device_classes).
 DEFAULT_DEVICE_CLASSES = [
@@ -195,24 +193,26 @@ def closest_name(name):
     return stems[close[0]] if close else None
 
 
-def unknown_name_warning(name):
-    """'dralab_seat is not a lab setting (did you mean dralab_seats?)', or the same without a guess."""
+def unknown_name_problem(name):
+    """'dralab_seat is not a lab setting; did you mean dralab_seats?', or without a guess the list to look in."""
     guess = closest_name(name)
-    hint = ' (did you mean %s?)' % guess if guess else ''
-    return '%s is not a lab setting and is ignored%s' % (name, hint)
+    if guess:
+        return '%s is not a lab setting; did you mean %s?' % (name, guess)
+    return '%s is not a lab setting (README.md lists them)' % name
 
 
 def os_release_problem(distribution, version, major_version=None):
-    """Why a node's OS release is outside SUPPORTED_OS_RELEASES, or None.
+    """Why a node's OS release is outside OS_RELEASES, or None.
 
     Debian releases compare by major version (12.7 is 12), Ubuntu ones by
     version (24.04).
     """
-    for known, release in SUPPORTED_OS_RELEASES:
+    for known, release in OS_RELEASES:
         if distribution == known and release in (str(version), str(major_version)):
             return None
-    supported = ', '.join('%s %s' % pair for pair in SUPPORTED_OS_RELEASES)
-    return '%s %s is not a supported release (supported: %s)' % (distribution, version, supported)
+    supported = ', '.join('%s %s' % pair for pair in OS_RELEASES)
+    return ('%s %s is not a supported release (supported: %s, the releases the lab is tested on)'
+            % (distribution, version, supported))
 
 
 # Role variables the preflight checks as well, because a bad value would

@@ -26,6 +26,7 @@ import time
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (  # noqa: F401 pylint: disable=unused-import
     K8sError,
     kubeconfig_cluster,
+    kubeconfig_context,
     load_kubeconfig_text,
     named_entry,
     read_ca_file,
@@ -141,7 +142,7 @@ def render_kubeconfig(seat, namespace, server, token, ca_data=None, insecure=Fal
 def kubeconfig_token(text):
     """The bearer token of the current context's user in a kubeconfig, or None."""
     config = load_kubeconfig_text(text)
-    context = named_entry(config.get('contexts'), config.get('current-context'), 'context') or {}
+    context = kubeconfig_context(config)[1] or {}
     user = named_entry(config.get('users'), context.get('user'), 'user')
     if user is None:
         users = [u.get('user') for u in config.get('users') or [] if isinstance(u, dict) and isinstance(u.get('user'), dict)]

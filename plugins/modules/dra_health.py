@@ -65,7 +65,8 @@ options:
     default: 1h
   fail_on_unhealthy:
     description:
-      - When V(true), the module fails if the lab is unhealthy; the report is still returned.
+      - When V(true), the module fails if the lab is unhealthy; the report (RV(report_lines) included) is still
+        returned.
       - When V(false), it only emits a warning and returns the report.
     type: bool
     default: true
@@ -133,6 +134,12 @@ summary:
       sample: 3
     nodes_publishing:
       description: Nodes that publish at least one device of the driver.
+      type: int
+      sample: 3
+    nodes_complete:
+      description:
+        - Expected nodes that publish exactly O(expected_devices_per_node) devices of the driver; equal to
+          RV(summary.nodes_expected) when every expected node publishes its devices (role dra_driver waits for it).
       type: int
       sample: 3
     devices_expected:
@@ -359,6 +366,25 @@ device_classes:
   type: list
   elements: str
   sample: [gpu.example.com]
+report_lines:
+  description:
+    - The report for a person, one line each, as role lab_health prints it. The verdict with the number of errors
+      and warnings, the devices published and expected, allocated and free, the claims, one line per node (devices,
+      slices, readiness) and one per problem (severity, object, reason).
+    - Returned with the failure of an unhealthy lab too.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "DRA lab UNHEALTHY: 1 error(s), 0 warning(s)"
+    - "Devices (gpu.example.com): 16/24 published on 2/3 nodes, 0 allocated, 16 free"
+    - "Claims: 0 total, 0 pending, 0 allocated (0 in use by pods)"
+    - "Nodes:"
+    - "  node1: 8/8 devices, 1 slice(s), Ready"
+    - "  node2: 8/8 devices, 1 slice(s), Ready"
+    - "  node3: 0/8 devices, 0 slice(s), Ready"
+    - "Problems:"
+    - "  ERROR Node node3: node node3 publishes no ResourceSlice for driver gpu.example.com, so ..."
 """
 
 
@@ -366,6 +392,7 @@ from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_collect, dra_explain, dra_model
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 MAX_REASONS_IN_MESSAGE = 10
 
@@ -387,7 +414,7 @@ def argspec():
 def unhealthy_message(report, reasons=True):
     """The failure message (with each error's reason), or the shorter warning (objects only)."""
     errors = [p for p in report['problems'] if p['severity'] == dra_model.ERROR]
-    head = 'The DRA lab is unhealthy (%d error(s), %d warning(s))' % (
+    head = 'The DRA lab is unhealthy: %d error(s), %d warning(s)' % (
         report['summary']['errors'], report['summary']['warnings'])
     if not reasons:
         return '%s: %s. The reasons and what to do are in the returned problems.' % (
@@ -404,7 +431,7 @@ def run(module, client, now=None):
     if not dra_cel.HAS_CEL:
         module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
     try:
-        stale_after = dra_model.parse_duration(params['stale_claim_age'])
+        stale_after = parse_duration(params['stale_claim_age'])
     except ValueError as exc:
         module.fail_json(msg='Invalid stale_claim_age: %s.' % exc)
     if params['expected_devices_per_node'] < 0:
@@ -424,6 +451,7 @@ def run(module, client, now=None):
         expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
         node_selector=params['node_selector'], stale_claim_age=stale_after, now=now,
         explanations=dict((item['claim'], item) for item in explanations))
+    report['report_lines'] = dra_model.report_lines(report)
     if not report['healthy']:
         if params['fail_on_unhealthy']:
             module.fail_json(msg=unhealthy_message(report), changed=False, **report)

@@ -15,9 +15,11 @@ description:
     problem, each naming its variable, before any play changes a host.
   - Checks that the inventory has a control_plane host, the Kubernetes version is a 1.35.x semantic version (unless
     O(allow_unsupported_kubernetes_version)), the feature gates exist in Kubernetes 1.35 and are not locked to another
-    value, the number of devices per node is within 1..128, the seat names are unique valid Linux user names and
+    value, the integer settings are within their bounds, the seat names are unique valid Linux user names and
     DNS-1123 labels, the DeviceClass menu is well formed (names, CEL selectors, opaque config), the login hosts are
-    inventory hosts, the event duration parses, and the mirrors are well formed.
+    inventory hosts, the durations parse and are long enough, and the mirrors are well formed.
+  - The bounds and defaults of every setting are defined once, in plugins/module_utils/lab_settings.py, and listed in
+    the settings table of the collection's README.md; this documentation does not repeat them.
   - Compiles every CEL selector of the DeviceClass menu in the DRA CEL environment (plugins/module_utils/dra_cel.py,
     the same code the pending-claim explainer uses), so a selector with a syntax error, an unknown variable or an
     unknown function stops the run before the cluster is built.
@@ -25,8 +27,8 @@ description:
     are not CIDRs or overlap each other or a node address, and chart or image versions of the dra_driver role that
     are not semantic versions.
   - With O(host_settings), resolves every lab-wide setting once from what each host of the lab sees, fails when a
-    setting differs between hosts (set on a group other than C(all)), and warns about C(dralab_*) variables that
-    are not lab settings, naming the closest known one.
+    setting differs between hosts (set on a group other than C(all)), and fails on C(dralab_*) variables that
+    are not lab settings, naming the closest known one (a misspelt setting would otherwise be ignored).
   - Reports what is allowed but probably unintended (no login hosts, a locked gate set to its default) as warnings.
   - Every option from O(kubernetes_version) to O(login_hosts) takes the value of the lab-wide variable of the same
     name with the C(dralab_) prefix and overrides O(host_settings); a setting set nowhere means its default
@@ -82,22 +84,22 @@ options:
     description: C(dralab_cgroup_v1), a boolean.
     type: raw
   devices_per_node:
-    description: C(dralab_devices_per_node), an integer within 1..128.
+    description: C(dralab_devices_per_node), an integer within the bounds of the settings table.
     type: raw
   seats:
-    description: C(dralab_seats), an integer within 0..10000.
+    description: C(dralab_seats), an integer within the bounds of the settings table.
     type: raw
   seat_prefix:
     description: C(dralab_seat_prefix).
     type: raw
   seat_width:
-    description: C(dralab_seat_width), an integer within 1..10.
+    description: C(dralab_seat_width), an integer within the bounds of the settings table.
     type: raw
   seat_names:
     description: C(dralab_seat_names), an explicit list of seat names that overrides O(seats), O(seat_prefix) and O(seat_width).
     type: raw
   event_duration:
-    description: C(dralab_event_duration), for example V(8h); at least 10 minutes.
+    description: C(dralab_event_duration), a duration such as V(8h), no shorter than the settings table says.
     type: raw
   device_classes:
     description:
@@ -116,15 +118,14 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Check the lab configuration
+# playbooks/preflight.yml passes every host's dralab_* variables as host_settings.
+# Options not given (and settings set nowhere) mean the registry's defaults.
+- name: Check the inventory with 3 seats and one more feature gate
   dralab.workshop.lab_preflight:
     groups: "{{ groups }}"
     hosts: "{{ groups['all'] }}"
-    kubernetes_version: "{{ dralab_kubernetes_version | default('1.35.4') }}"
-    feature_gates: "{{ dralab_feature_gates | default([]) }}"
-    devices_per_node: "{{ dralab_devices_per_node | default(8) }}"
-    seats: "{{ dralab_seats | default(72) }}"
-    login_hosts: "{{ dralab_login_hosts | default(groups['login'] | default([])) }}"
+    seats: 3
+    feature_gates: [DRADeviceTaints]
 """
 
 RETURN = r"""
@@ -134,7 +135,7 @@ errors:
   type: list
   elements: str
   sample:
-    - "dralab_devices_per_node: 200 is outside 1..128"
+    - "dralab_seat is not a lab setting; did you mean dralab_seats? (set for localhost)"
     - "dralab_feature_gates: unknown feature gate 'FooBar' for Kubernetes 1.35"
 lab_warnings:
   description: What is allowed but probably unintended; also emitted as warnings.
@@ -142,7 +143,7 @@ lab_warnings:
   type: list
   elements: str
   sample:
-    - "dralab_seat is not a lab setting and is ignored (did you mean dralab_seats?) (set for localhost)"
+    - "dralab_login_hosts: no login hosts; seats get a kubeconfig but no Linux account"
 seat_names:
   description: The seat names the lab will create.
   returned: success
@@ -218,11 +219,10 @@ def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
     if not dra_cel.HAS_CEL:
         module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
-    resolved, errors, warnings = resolve_hosts(module.params.get('host_settings') or {})
+    resolved, errors = resolve_hosts(module.params.get('host_settings') or {})
     config = lab_config(module.params, resolved)
-    more_errors, more_warnings = validate(config, compile_problem=cel_checker(config))
+    more_errors, warnings = validate(config, compile_problem=cel_checker(config))
     errors += more_errors
-    warnings += more_warnings
     for warning in warnings:
         module.warn(warning)
     if errors:

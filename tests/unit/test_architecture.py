@@ -113,3 +113,38 @@ def test_imports_inside_functions_count(tmp_path):
     path = tmp_path / 'lazy.py'
     path.write_text('def late():\n    from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import validate\n')
     assert imports_of(path) == [('module_utils.lab_config', 2)]
+
+
+def borrowed_uses(path, name, home):
+    """(line, where) of every use of name in a file that does not come from module_utils.<home>."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+            if node.module and node.module.startswith(OURS) and node.module != OURS + 'module_utils.' + home:
+                found.append((node.lineno, node.module[len(OURS):]))
+        elif isinstance(node, ast.Attribute) and node.attr == name:
+            if isinstance(node.value, ast.Name) and node.value.id != home:
+                found.append((node.lineno, node.value.id))
+    return found
+
+
+# Helpers of the values layer that other modules import for their own use: a caller takes them from values,
+# never through a module that happens to import them (one source per helper).
+VALUES_HELPERS = ('parse_duration', 'parse_quantity', 'format_quantity')
+PYTHON_FILES = sorted(path for top in ('plugins', 'tools', 'tests') for path in (REPO / top).rglob('*.py')
+                      if 'gomod' not in path.parts)
+
+
+@pytest.mark.parametrize('name', VALUES_HELPERS)
+def test_value_helpers_are_imported_from_values(name):
+    borrowed = ['%s:%d (%s.%s)' % (path.relative_to(REPO), line, where, name)
+                for path in PYTHON_FILES for line, where in borrowed_uses(path, name, 'values')]
+    assert borrowed == []
+
+
+def test_a_borrowed_helper_is_found(tmp_path):
+    path = tmp_path / 'caller.py'
+    path.write_text('from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import parse_duration\n'
+                    'from ansible_collections.dralab.workshop.plugins.module_utils import lab_config, values\n'
+                    'lab_config.parse_duration("1h")\nvalues.parse_duration("1h")\n')
+    assert borrowed_uses(path, 'parse_duration', 'values') == [(1, 'module_utils.dra_model'), (3, 'lab_config')]

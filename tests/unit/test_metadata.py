@@ -12,10 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client
-from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import (
-    SUPPORTED_OS_RELEASES,
-    TESTED_OS_RELEASES,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import OS_RELEASES, os_release_problem
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ROLE_METAS = sorted(REPO.glob('roles/*/meta/main.yml'))
@@ -44,11 +41,24 @@ def test_role_platforms_are_what_a_test_runs(meta):
                 for platform in info['platforms'] for version in platform['versions']]
     assert releases, meta
     for release in releases:
-        assert release in TESTED_OS_RELEASES, '%s lists %s %s, which no test runs' % (meta, release[0], release[1])
+        assert release in OS_RELEASES, '%s lists %s %s, which no test runs' % (meta, release[0], release[1])
 
 
-def test_tested_releases_pass_the_preflight():
-    assert set(TESTED_OS_RELEASES) <= set(SUPPORTED_OS_RELEASES)
+def test_every_role_lists_every_release():
+    # OS_RELEASES is what the preflight accepts: every role must run there (and a test boots it).
+    for meta in ROLE_METAS:
+        info = yaml.safe_load(meta.read_text())['galaxy_info']
+        releases = set(CODENAMES.get(str(version), (platform['name'], str(version)))
+                       for platform in info['platforms'] for version in platform['versions'])
+        assert releases == set(OS_RELEASES), meta
+
+
+def test_the_preflight_accepts_exactly_the_tested_releases():
+    for distribution, version in OS_RELEASES:
+        assert os_release_problem(distribution, version + '.1', version) is None
+    for distribution, version, major in (('Debian', '13.1', '13'), ('Ubuntu', '24.04', '24'), ('Debian', '11.9', '11')):
+        refused = '%s %s is not a supported release' % (distribution, version)
+        assert os_release_problem(distribution, version, major).startswith(refused)
 
 
 def test_kubernetes_client_version_agrees():

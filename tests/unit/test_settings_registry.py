@@ -200,3 +200,20 @@ def test_every_setting_has_a_description_and_a_kind():
                                 'menu'), setting
         if setting.kind == 'int':
             assert setting.bounds and setting.bounds[0] <= setting.default <= setting.bounds[1], setting
+
+
+def test_preflight_module_docs_repeat_no_bound_or_default():
+    # lab_preflight documents its options by pointing at the registry; a bound or default written there
+    # would go stale when lab_settings.py changes.
+    from ansible_collections.dralab.workshop.plugins.modules import lab_preflight
+
+    docs = lab_preflight.DOCUMENTATION + lab_preflight.EXAMPLES + lab_preflight.RETURN
+    bounded = [setting for setting in SETTINGS if setting.bounds]
+    assert bounded
+    for setting in bounded:
+        assert '%d..%d' % setting.bounds not in docs, '%s: lab_preflight repeats its bounds' % setting.name
+    assert not SETTING_USE.search(docs), 'lab_preflight writes a default of its own: %s' % SETTING_USE.search(docs)
+    options = yaml.safe_load(lab_preflight.DOCUMENTATION)['options']
+    for option in lab_preflight.LAB_OPTIONS:
+        assert 'default' not in options[option], option
+        assert 'dralab_' + option in BY_NAME, option

@@ -10,11 +10,14 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_collect import list_with_query
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, KubeClient
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (
+    K8sError,
+    KubeClient,
+    kubeconfig_namespace,
+    kubeconfig_path,
+)
 
 RESOURCE = "/apis/resource.k8s.io/v1"
-DEFAULT_KUBECONFIG = "~/.kube/config"
 
 _QUOTA_PART = re.compile(r"\b(requested|used|limited): (\S+)")
 # The seat's ValidatingAdmissionPolicies (plugins/module_utils/seat_policies.py) answer "... denied request: MESSAGE".
@@ -101,20 +104,16 @@ class Api:
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, need_namespace: bool = True) -> "Api":
-        path = os.path.expanduser(kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-                                  or DEFAULT_KUBECONFIG)
+        """The API of a kubeconfig: --kubeconfig, else $KUBECONFIG, else ~/.kube/config (k8s_client.kubeconfig_path)."""
+        path = kubeconfig_path({"kubeconfig": kubeconfig})
         if not os.path.isfile(path):
             raise Refusal(f"No kubeconfig at {path}: can-has-gpu runs as your seat on the lab's login host "
                           "(ssh userNN@HOST, the address is on your credential card); ask the instructor if your "
                           "~/.kube/config is missing.", reason="no_kubeconfig")
         try:
-            from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
-            _contexts, active = k8s_config.list_kube_config_contexts(config_file=path)
-            namespace = ((active or {}).get("context") or {}).get("namespace")
             client = KubeClient.from_params({"kubeconfig": path})
-        except K8sError as exc:
-            raise Refusal(f"Cannot use the kubeconfig {path}: {exc}", reason="bad_kubeconfig") from None
-        except Exception as exc:  # the client raises several types for a broken file
+            namespace = kubeconfig_namespace(path)
+        except K8sError as exc:  # a file the client cannot load (broken YAML, no current context, bad user)
             raise Refusal(f"Cannot read the kubeconfig {path} ({exc}): ask the instructor for a fresh one.",
                           reason="bad_kubeconfig") from None
         if need_namespace and not namespace:
@@ -136,7 +135,7 @@ class Api:
 
     def items(self, doing: str, path: str, query: dict | None = None) -> list[dict]:
         try:
-            return list_with_query(self.client, path, query) if query else self.client.list_items(path)
+            return self.client.list_items(path, query)
         except K8sError as exc:
             raise refusal_from(exc, doing) from None
 

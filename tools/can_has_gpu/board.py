@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 
-from .lease import allocated_devices
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import allocated_devices, build_pools
+
 from .settings import BOARD_KEY, LEASE_EXPIRES, LEASE_FOR, SEAT_LABEL, TOOL_LABEL
 
 FORMAT = 1
@@ -60,15 +61,10 @@ def read_board(configmap: dict | None) -> list[dict] | None:
 
 
 def published_devices(slices: list[dict], driver: str) -> list[tuple[str, str, str]]:
-    """(node, pool, device) of every device the driver publishes."""
-    found = []
-    for piece in slices:
-        spec = piece.get("spec") or {}
-        if spec.get("driver") != driver:
-            continue
-        pool = (spec.get("pool") or {}).get("name")
-        for device in spec.get("devices") or []:
-            found.append((spec.get("nodeName") or pool, pool, device.get("name")))
+    """(node, pool, device) of every device the driver publishes (dra_model.build_pools: the newest generation
+    of each pool, as the scheduler sees it); node is the pool's name for a pool of no node."""
+    found = [(pool["node"] or pool["pool"], pool["pool"], name)
+             for pool in build_pools(slices).values() if pool["driver"] == driver for name in pool["devices"]]
     return sorted(set(found))
 
 

@@ -16,7 +16,8 @@ import secrets
 import sys
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import format_age, parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import allocated_devices, format_age
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 from . import __version__, render
 from .api import Api, Refusal
@@ -24,7 +25,6 @@ from .lab import claim_state, explain, seat_view, users_of
 from .lease import (
     LeaseError,
     age_seconds,
-    allocated_devices,
     describe_left,
     now_utc,
     seconds_left,
@@ -441,13 +441,29 @@ def cmd_run(args, settings, out) -> int:
 COMMANDS = {"reserve": cmd_reserve, "run": cmd_run, "status": cmd_status, "why": cmd_why, "release": cmd_release}
 
 
+def _wants_json(args_list: list[str]) -> bool:
+    """Whether the command line asks for JSON, read before parsing so that a usage error is JSON too."""
+    for i, arg in enumerate(args_list):
+        if arg in ("-o=json", "--output=json", "-ojson"):
+            return True
+        if arg in ("-o", "--output") and args_list[i + 1:i + 2] == ["json"]:
+            return True
+    return False
+
+
+def _fail(out: Out, reason: str, sentence: str, code: int) -> int:
+    """Every failure the same way: {"error": reason, "sentence": ...} on stdout with -o json, else one line on stderr."""
+    out.end_progress()
+    if out.json:
+        print(json.dumps({"error": reason, "sentence": sentence}, indent=2), flush=True)
+    else:
+        print(f"can-has-gpu: {sentence}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    fmt = "json" if any(a in ("-o=json", "--output=json") for a in args_list) else "text"
-    for i, arg in enumerate(args_list[:-1]):
-        if arg in ("-o", "--output") and args_list[i + 1] == "json":
-            fmt = "json"
-    out = Out(fmt)
+    out = Out("json" if _wants_json(args_list) else "text")
     try:
         args = build_parser().parse_args(args_list)
         args.output = getattr(args, "output", "text")
@@ -456,28 +472,17 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings()
         return COMMANDS[args.command](args, settings, out)
     except Refusal as exc:
-        out.end_progress()
-        if out.json:
-            print(json.dumps({"error": exc.reason, "sentence": exc.sentence}, indent=2))
-        else:
-            print(f"can-has-gpu: {exc.sentence}", file=sys.stderr)
-        return exc.code
+        return _fail(out, exc.reason, exc.sentence, exc.code)
     except SettingsError as exc:
-        out.end_progress()
-        print(f"can-has-gpu: {exc}: tell the instructor.", file=sys.stderr)
-        return EXIT_REFUSED
+        return _fail(out, "settings", f"{exc}: tell the instructor.", EXIT_REFUSED)
     except Exception as exc:  # pylint: disable=broad-exception-caught
         if os.environ.get("CAN_HAS_GPU_DEBUG"):
             raise
-        out.end_progress()
-        print(f"can-has-gpu: unexpected error ({type(exc).__name__}: {exc}): tell the instructor; "
-              "CAN_HAS_GPU_DEBUG=1 shows the details.", file=sys.stderr)
-        return EXIT_REFUSED
+        return _fail(out, "unexpected", f"unexpected error ({type(exc).__name__}: {exc}): tell the instructor; "
+                                        "CAN_HAS_GPU_DEBUG=1 shows the details.", EXIT_REFUSED)
     except KeyboardInterrupt:
-        out.end_progress()
-        print("can-has-gpu: interrupted (a claim made by reserve stays until released or its lease ends: "
-              "can-has-gpu status).", file=sys.stderr)
-        return 130
+        return _fail(out, "interrupted", "interrupted (a claim made by reserve stays until released or its lease "
+                                         "ends: can-has-gpu status).", 130)
 
 
 if __name__ == "__main__":

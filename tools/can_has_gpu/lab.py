@@ -5,9 +5,10 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_model
+
 from . import board as board_mod
 from .api import Api
-from .lease import allocated_devices, claim_pods, in_use
 from .settings import SEAT_LABEL, Settings
 
 
@@ -43,15 +44,13 @@ class SeatView:
         return [{"metadata": {"name": ns, "labels": {SEAT_LABEL: seat}}} for ns, seat in sorted(seats.items())]
 
     def device_info(self) -> dict[tuple[str, str], dict]:
-        """(pool, device) -> {node, memory} from the ResourceSlices."""
+        """(pool, device) -> {node, memory} of the devices published (dra_model.build_pools: newest generation)."""
         info = {}
-        for piece in self.slices:
-            spec = piece.get("spec") or {}
-            pool = (spec.get("pool") or {}).get("name")
-            for device in spec.get("devices") or []:
+        for pool in dra_model.build_pools(self.slices).values():
+            for name, device in pool["devices"].items():
                 memory = next((v.get("value") for k, v in (device.get("capacity") or {}).items()
                                if k.endswith("memory")), None)
-                info[(pool, device.get("name"))] = {"node": spec.get("nodeName") or pool, "memory": memory}
+                info[(pool["pool"], name)] = {"node": pool["node"] or pool["pool"], "memory": memory}
         return info
 
 
@@ -72,11 +71,13 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
 
 
 def claim_state(claim: dict, pods: list[dict]) -> str:
+    """dra_model.claim_state in the participant's words: releasing, pending, in use (a live pod holds the
+    reservation) or allocated (held by no live pod)."""
     if claim["metadata"].get("deletionTimestamp"):
         return "releasing"
-    if not allocated_devices(claim):
+    if dra_model.claim_state(claim) == "pending":
         return "pending"
-    return "in use" if in_use(claim, pods) else "allocated"
+    return "in use" if dra_model.in_use(claim, pods) else "allocated"
 
 
 def explain(view: SeatView, claim: dict, now: datetime.datetime) -> dict:
@@ -90,4 +91,4 @@ def explain(view: SeatView, claim: dict, now: datetime.datetime) -> dict:
 
 
 def users_of(view: SeatView, claim: dict) -> list[dict]:
-    return claim_pods(claim, view.pods)
+    return dra_model.claim_pods(claim, view.pods)

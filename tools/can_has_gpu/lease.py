@@ -11,15 +11,16 @@ from __future__ import annotations
 import datetime
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
+    PodIndex,
+    allocated_devices,
     format_age,
-    parse_duration,
     parse_time,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 from .settings import LEASE_EXPIRES
 
 UTC = datetime.timezone.utc
-TERMINATED = ("Succeeded", "Failed")
 
 
 class LeaseError(ValueError):
@@ -85,39 +86,6 @@ def age_seconds(obj: dict, now: datetime.datetime) -> int | None:
     return None if created is None else max(int((now - created).total_seconds()), 0)
 
 
-def allocated_devices(claim: dict) -> list[dict]:
-    """The allocation results of a claim: dicts with driver, pool, device, request."""
-    allocation = (claim.get("status") or {}).get("allocation") or {}
-    return list((allocation.get("devices") or {}).get("results") or [])
-
-
-def claim_pods(claim: dict, pods: list[dict]) -> list[dict]:
-    """Pods of the claim's namespace that use it: by name in spec.resourceClaims, as owner, or in reservedFor."""
-    meta = _meta(claim)
-    namespace, name = meta.get("namespace"), meta.get("name")
-    owners = {ref.get("uid") for ref in meta.get("ownerReferences") or [] if ref.get("kind") == "Pod"}
-    reserved = {ref.get("uid") for ref in (claim.get("status") or {}).get("reservedFor") or []}
-    found = []
-    for pod in pods:
-        pmeta = _meta(pod)
-        if pmeta.get("namespace") != namespace:
-            continue
-        names = {rc.get("resourceClaimName") for rc in (pod.get("spec") or {}).get("resourceClaims") or []}
-        generated = {s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
-        if name in names or name in generated or pmeta.get("uid") in owners or pmeta.get("uid") in reserved:
-            found.append(pod)
-    return found
-
-
-def in_use(claim: dict, pods: list[dict]) -> bool:
-    """Whether a pod that is not finished reserves the claim (a holder pod counts)."""
-    reserved = {ref.get("uid") for ref in (claim.get("status") or {}).get("reservedFor") or []}
-    for pod in pods:
-        if _meta(pod).get("uid") in reserved and (pod.get("status") or {}).get("phase") not in TERMINATED:
-            return True
-    return False
-
-
 def reaper_plan(seat_namespaces: dict[str, str], claims: list[dict], pods: list[dict], now: datetime.datetime,
                 lease_max: int, idle_after: int | None = None, idle_since: dict | None = None) -> list[dict]:
     """What the reaper releases now: one entry per claim (seat, namespace, claim, devices, pods, reason).
@@ -129,19 +97,20 @@ def reaper_plan(seat_namespaces: dict[str, str], claims: list[dict], pods: list[
     """
     actions = []
     idle_seen = set()
+    index = PodIndex(pods)
     for claim in claims:
         meta = _meta(claim)
         namespace = meta.get("namespace")
         if namespace not in seat_namespaces or meta.get("deletionTimestamp"):
             continue
-        users = claim_pods(claim, pods)
+        users = index.consumers(claim)
         devices = [r.get("device") for r in allocated_devices(claim)]
         left = seconds_left(claim, lease_max, now)
         reason = None
         if left is not None and left <= 0:
             end = expiry(claim, lease_max)
             reason = f"lease ended {stamp(end)}"
-        elif idle_after is not None and devices and not in_use(claim, pods):
+        elif idle_after is not None and devices and not index.reservations(claim)[0]:
             uid = meta.get("uid") or f"{namespace}/{meta.get('name')}"
             idle_seen.add(uid)
             first = (idle_since if idle_since is not None else {}).setdefault(uid, now)

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-import re
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_quantity
 
 from .settings import CLAIM_LABEL, LEASE_EXPIRES, LEASE_FOR, ROLE_LABEL, TOOL, TOOL_LABEL
 
-QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 CLAIM_PREFIX = "gpu-"
 REQUEST = "gpu"
 
 
 def memory_selector(driver: str, memory: str) -> str:
-    """CEL: the device has at least `memory` of memory (capacity of the driver's domain)."""
-    if not QUANTITY.match(memory or ""):
+    """CEL: the device has at least `memory` of memory (capacity of the driver's domain).
+
+    memory is a Kubernetes quantity (values.parse_quantity, the rule CEL's quantity() follows) above zero.
+    """
+    try:
+        positive = parse_quantity(memory) > 0
+    except ValueError:
+        positive = False
+    if not positive:
         raise ValueError(f"--memory {memory} is not a quantity: write it like 40Gi or 80Gi.")
-    return f"device.capacity['{driver}'].memory.compareTo(quantity('{memory}')) >= 0"
+    return f"device.capacity['{driver}'].memory.compareTo(quantity('{memory.strip()}')) >= 0"
 
 
 def claim_body(device_class: str, count: int, selectors: list[str], expires: str, lease_for: str) -> dict:

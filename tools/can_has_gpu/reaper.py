@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import SEAT_LABEL, SEAT_NAMESPACE_SELECTOR
 
 from . import __version__

@@ -10,7 +10,7 @@ import json
 import os
 from dataclasses import dataclass, fields
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
     BOARD_CONFIGMAP_NAME,
     QUOTA_NAME,

@@ -52,3 +52,13 @@ def test_free_devices_subtracts_every_allocation():
     claims = [claim("a", "user01", ("worker1", "gpu-3")), claim("b", "user02", ("worker2", "gpu-0"))]
     free = free_devices(slices, claims, "gpu.example.com")
     assert len(free) == 14 and ("worker1", "gpu-3") not in free and ("worker1", "gpu-2") in free
+
+
+def test_only_the_newest_generation_of_a_pool_is_published():
+    # The plugin republished worker1 with 6 devices: the old slice (8 devices) is still listed for a moment,
+    # but the scheduler allocates only from the newest generation (dra_model.build_pools).
+    old, new = slice_of("worker1"), slice_of("worker1", count=6)
+    old["spec"]["pool"].update(generation=1, resourceSliceCount=1)
+    new["spec"]["pool"].update(generation=2, resourceSliceCount=1)
+    assert [d for _n, _p, d in published_devices([old, new], "gpu.example.com")] == [f"gpu-{i}" for i in range(6)]
+    assert len(free_devices([old, new], [claim("a", "user01", ("worker1", "gpu-7"))], "gpu.example.com")) == 6

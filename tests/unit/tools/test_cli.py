@@ -70,6 +70,58 @@ def test_refusals_in_json(capsys):
     assert data["error"] == "no_kubeconfig" and "No kubeconfig" in data["sentence"]
 
 
+def json_failure(capsys):
+    """The one JSON object a failing command prints with -o json (stdout only, nothing else there)."""
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    data = json.loads(captured.out)
+    assert set(data) == {"error", "sentence"}, data
+    return data
+
+
+@pytest.mark.parametrize("output", [["-o", "json"], ["--output=json"], ["-ojson"], ["--output", "json"]])
+def test_a_broken_settings_file_is_json_with_json_output(capsys, tmp_path, monkeypatch, output):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"lease_maximum": "4h"}))
+    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(path))
+    assert cli.main(["status", *output]) == 1
+    data = json_failure(capsys)
+    assert data["error"] == "settings"
+    assert "unknown field(s) lease_maximum" in data["sentence"] and data["sentence"].endswith("tell the instructor.")
+
+
+def test_a_broken_settings_file_is_one_line_in_text(capsys, tmp_path, monkeypatch):
+    path = tmp_path / "settings.json"
+    path.write_text("{not json")
+    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(path))
+    assert cli.main(["status"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    assert captured.err.startswith(f"can-has-gpu: cannot read the settings file {path}")
+
+
+def test_an_unexpected_error_is_json_with_json_output(capsys, monkeypatch):
+    # No real command fails unexpectedly on purpose: a command that raises stands in for a bug.
+    def broken(args, settings, out):
+        raise KeyError("nodeName")
+    monkeypatch.setitem(cli.COMMANDS, "status", broken)
+    assert cli.main(["status", "-o", "json"]) == 1
+    data = json_failure(capsys)
+    assert data["error"] == "unexpected"
+    assert data["sentence"].startswith("unexpected error (KeyError: 'nodeName'): tell the instructor")
+    assert cli.main(["status"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("can-has-gpu: unexpected error (KeyError")
+    monkeypatch.setenv("CAN_HAS_GPU_DEBUG", "1")
+    with pytest.raises(KeyError):
+        cli.main(["status", "-o", "json"])
+
+
+def test_a_usage_error_is_json_with_json_output(capsys):
+    assert cli.main(["reserve", "--count", "0", "-o", "json"]) == 2
+    assert json_failure(capsys)["error"] == "usage"
+
+
 def test_api_down_is_a_sentence(capsys, tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(json.dumps({
@@ -80,6 +132,44 @@ def test_api_down_is_a_sentence(capsys, tmp_path):
     assert cli.main(["status", "--kubeconfig", str(kubeconfig)]) == 4
     err = capsys.readouterr().err
     assert "Cannot reach the lab's Kubernetes API" in err and "Traceback" not in err
+
+
+def seat_kubeconfig(path, namespace="user01", server="https://127.0.0.1:1"):
+    context = {"cluster": "c", "user": "u"}
+    if namespace:
+        context["namespace"] = namespace
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": context}]}))
+    return path
+
+
+def test_the_first_kubeconfig_entry_is_used(capsys, tmp_path, monkeypatch):
+    # As kubectl: the first file of $KUBECONFIG (k8s_client.kubeconfig_path), here a seat's that reaches nothing.
+    first = seat_kubeconfig(tmp_path / "first")
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'second'}")
+    assert cli.main(["status"]) == 4
+    assert "Cannot reach the lab's Kubernetes API" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, words", [
+    ("{not: [yaml", "ask the instructor for a fresh one"),
+    ("{}", "ask the instructor for a fresh one"),
+    (None, "names no namespace"),
+])
+def test_unusable_kubeconfigs_are_refused(capsys, tmp_path, content, words):
+    path = tmp_path / "kubeconfig"
+    if content is None:
+        seat_kubeconfig(path, namespace=None)
+    else:
+        path.write_text(content)
+    assert cli.main(["status", "-o", "json", "--kubeconfig", str(path)]) == 1
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["error"] == "bad_kubeconfig" and words in data["sentence"] and str(path) in data["sentence"]
+    assert "Traceback" not in captured.err
 
 
 def test_quota_and_status_refusals():
@@ -115,6 +205,19 @@ def test_policy_refusals():
     assert refusal.reason == "policy"
     assert refusal.sentence == ("The lab does not allow this (creating your claim): allocationMode All would take "
                                 "every matching GPU of the shared lab.")
+
+
+@pytest.mark.parametrize("memory, text", [("40Gi", "40Gi"), (" 80Gi ", "80Gi"), ("1.5Ti", "1.5Ti"), ("4e10", "4e10"),
+                                          ("500M", "500M")])
+def test_memory_is_any_positive_quantity(memory, text):
+    assert memory_selector("gpu.example.com", memory) == \
+        f"device.capacity['gpu.example.com'].memory.compareTo(quantity('{text}')) >= 0"
+
+
+@pytest.mark.parametrize("memory", ["lots", "", "40GiB", "-40Gi", "0", "40Gi') || true || quantity('1", None])
+def test_memory_that_is_no_positive_quantity_is_refused(memory):
+    with pytest.raises(ValueError, match="is not a quantity: write it like 40Gi or 80Gi"):
+        memory_selector("gpu.example.com", memory)
 
 
 def test_objects():

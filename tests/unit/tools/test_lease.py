@@ -6,11 +6,11 @@ import datetime
 
 import pytest
 
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import in_use
 from can_has_gpu.lease import (
     LeaseError,
     describe_left,
     expiry,
-    in_use,
     lease_seconds,
     reaper_plan,
     seconds_left,
@@ -115,3 +115,26 @@ def test_a_live_pod_keeps_a_claim_in_use():
     since = {"uid-user01-gpu-a": NOW - datetime.timedelta(hours=3)}
     assert reaper_plan(SEATS, [used], [pod("holder")], NOW, MAX, idle_after=60, idle_since=since) == []
     assert since == {}  # in use again: the idle clock starts over
+
+
+def test_claim_state_in_the_participants_words():
+    from can_has_gpu.lab import claim_state
+
+    assert claim_state(claim(devices=()), []) == "pending"
+    held = claim(reserved=("holder",))
+    assert claim_state(held, [pod("holder")]) == "in use"
+    assert claim_state(held, [pod("holder", phase="Failed")]) == "allocated"  # reserved for a finished pod
+    assert claim_state(claim(), [pod("p")]) == "allocated"  # named by a pod, but not reserved for it yet
+    assert claim_state(claim(reserved=("holder",), deleting=True), [pod("holder")]) == "releasing"
+
+
+def test_the_pods_of_a_claim_include_the_ones_it_is_reserved_for():
+    from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import claim_pods
+
+    held = claim("gpu-a", reserved=("by-template",))
+    named, other = pod("named"), pod("other", claim_name="gpu-b")
+    reserving = {"metadata": {"name": "by-template", "namespace": "user01", "uid": "pod-by-template"},
+                 "spec": {}, "status": {"phase": "Running"}}
+    elsewhere = dict(pod("named-elsewhere", ns="user02"))
+    assert [p["metadata"]["name"] for p in claim_pods(held, [reserving, other, named, elsewhere])] == \
+        ["by-template", "named"]

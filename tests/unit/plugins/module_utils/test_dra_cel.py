@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-from fractions import Fraction
 
 import pytest
 
@@ -148,26 +147,6 @@ def test_consumable_capacity_adds_allow_multiple_allocations(gpu):
 def test_qualified_names_default_to_the_driver_domain():
     assert dra_cel.qualified_name('memory', DRIVER) == (DRIVER, 'memory')
     assert dra_cel.qualified_name('example.com/rack', DRIVER) == ('example.com', 'rack')
-
-
-@pytest.mark.parametrize('text,value', [
-    ('80Gi', 80 * 2 ** 30), ('500m', Fraction(1, 2)), ('1.5k', 1500), ('1e3', 1000), ('-2Ki', -2048),
-    ('100', 100), ('.5', Fraction(1, 2)), ('2E', 2 * 10 ** 18),
-])
-def test_parse_quantity(text, value):
-    assert dra_cel.parse_quantity(text) == value
-
-
-@pytest.mark.parametrize('text', ['', 'Gi', '1 Gi', '1GiB', 'one', '1.2.3'])
-def test_parse_quantity_rejects(text):
-    with pytest.raises(ValueError):
-        dra_cel.parse_quantity(text)
-
-
-def test_format_quantity():
-    assert dra_cel.format_quantity(Fraction(80 * 2 ** 30)) == '80Gi'
-    assert dra_cel.format_quantity(Fraction(1000)) == '1000'
-    assert dra_cel.format_quantity(Fraction(1, 2)) == '0.5'
 
 
 def test_bad_version_attribute_is_a_runtime_error(gpu):

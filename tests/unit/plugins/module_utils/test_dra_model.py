@@ -64,20 +64,6 @@ def broken_fixture():
 
 # --------------------------------------------------------------------------- helpers
 
-@pytest.mark.parametrize('value, seconds', [
-    (3600, 3600), ('3600', 3600), ('90s', 90), ('30m', 1800), ('1h', 3600), ('2d', 172800), ('1w', 604800),
-    ('1h30m', 5400), (' 2H ', 7200), (0, 0),
-])
-def test_parse_duration(value, seconds):
-    assert dra_model.parse_duration(value) == seconds
-
-
-@pytest.mark.parametrize('value', ['', 'soon', '1x', '1h 30', '-5', True, '30mm'])
-def test_parse_duration_rejects(value):
-    with pytest.raises(ValueError, match='duration'):
-        dra_model.parse_duration(value)
-
-
 def test_parse_time_forms():
     utc = datetime.timezone.utc
     assert dra_model.parse_time('2026-10-28T09:58:12Z') == datetime.datetime(2026, 10, 28, 9, 58, 12, tzinfo=utc)
@@ -100,8 +86,8 @@ def test_healthy_lab_has_no_problems(healthy):
     assert report['healthy'] is True
     assert report['problems'] == []
     assert report['summary'] == {
-        'driver': 'gpu.example.com', 'nodes_expected': 3, 'nodes_publishing': 3, 'devices_expected': 24,
-        'devices_published': 24, 'devices_allocated': 5, 'devices_free': 19, 'claims_total': 5, 'claims_pending': 0,
+        'driver': 'gpu.example.com', 'nodes_expected': 3, 'nodes_publishing': 3, 'nodes_complete': 3,
+        'devices_expected': 24, 'devices_published': 24, 'devices_allocated': 5, 'devices_free': 19, 'claims_total': 5, 'claims_pending': 0,
         'claims_allocated': 5, 'claims_reserved': 4, 'errors': 0, 'warnings': 0,
     }
     assert report['nodes'] == [
@@ -158,8 +144,8 @@ def test_broken_summary_and_counts(broken):
     report = analyze(broken)
     assert report['healthy'] is False
     assert report['summary'] == {
-        'driver': 'gpu.example.com', 'nodes_expected': 4, 'nodes_publishing': 3, 'devices_expected': 32,
-        'devices_published': 22, 'devices_allocated': 10, 'devices_free': 14, 'claims_total': 16, 'claims_pending': 4,
+        'driver': 'gpu.example.com', 'nodes_expected': 4, 'nodes_publishing': 3, 'nodes_complete': 2,
+        'devices_expected': 32, 'devices_published': 22, 'devices_allocated': 10, 'devices_free': 14, 'claims_total': 16, 'claims_pending': 4,
         'claims_allocated': 12, 'claims_reserved': 10, 'errors': 10, 'warnings': 6,
     }
     counts = {}
@@ -401,6 +387,35 @@ def test_empty_cluster():
     assert report['claims'] == [] and report['problems'] == []
 
 
+def test_report_lines_name_every_node_state_and_problem(broken):
+    report = analyze(broken, expected_nodes=['node1', 'node2', 'node9'])
+    lines = dra_model.report_lines(report)
+    summary = report['summary']
+    assert lines[0] == 'DRA lab UNHEALTHY: %d error(s), %d warning(s)' % (summary['errors'], summary['warnings'])
+    assert lines[1].startswith('Devices (gpu.example.com): %d/24 published on %d/3 nodes, '
+                               % (summary['devices_published'], summary['nodes_publishing']))
+    nodes = lines[lines.index('Nodes:') + 1:lines.index('Problems:')]
+    assert nodes[2] == '  node9: 0/8 devices, 0 slice(s), not in the cluster'
+    assert nodes[3].startswith('  node4: ') and nodes[3].endswith(', NotReady')
+    problems = lines[lines.index('Problems:') + 1:]
+    assert problems == ['  %s %s: %s' % (p['severity'].upper(), p['object'], p['reason']) for p in report['problems']]
+
+
+def test_report_lines_of_an_empty_cluster():
+    lines = dra_model.report_lines(dra_model.analyze(now=NOW))
+    assert lines == ['DRA lab healthy: 0 error(s), 0 warning(s)',
+                     'Devices (gpu.example.com): 0/0 published on 0/0 nodes, 0 allocated, 0 free',
+                     'Claims: 0 total, 0 pending, 0 allocated (0 in use by pods)', 'Nodes: none', 'Problems: none']
+
+
+def test_nodes_complete_counts_expected_nodes_with_exactly_their_devices(broken, healthy):
+    assert analyze(healthy)['summary']['nodes_complete'] == 3
+    assert analyze(healthy, expected_devices_per_node=7)['summary']['nodes_complete'] == 0
+    report = analyze(broken, expected_nodes=['node1', 'node2', 'node9'])
+    complete = [n['name'] for n in report['nodes'] if n['expected'] and n['published'] == n['expected']]
+    assert report['summary']['nodes_complete'] == len(complete) < 3
+
+
 def test_inputs_are_not_modified(broken):
     before = copy.deepcopy(broken)
     analyze(broken)
@@ -470,8 +485,8 @@ def test_seventy_two_seat_rush(healthy):
     report = analyze(_rush(healthy))
     assert report['healthy'] is True  # contention is not breakage
     assert report['summary'] == {
-        'driver': 'gpu.example.com', 'nodes_expected': 3, 'nodes_publishing': 3, 'devices_expected': 24,
-        'devices_published': 24, 'devices_allocated': 24, 'devices_free': 0, 'claims_total': 72, 'claims_pending': 48,
+        'driver': 'gpu.example.com', 'nodes_expected': 3, 'nodes_publishing': 3, 'nodes_complete': 3,
+        'devices_expected': 24, 'devices_published': 24, 'devices_allocated': 24, 'devices_free': 0, 'claims_total': 72, 'claims_pending': 48,
         'claims_allocated': 24, 'claims_reserved': 24, 'errors': 0, 'warnings': 48,
     }
     pending = by_type(report, 'claim_pending')

@@ -16,7 +16,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages
 from ansible_collections.dralab.workshop.plugins.modules import dra_health
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
@@ -32,7 +32,10 @@ class FakeClient:
         self.fail = fail or {}
         self.calls = []
 
-    def list_items(self, path):
+    def list_items(self, path, query=None):
+        if query:
+            # A query is answered page by page through request(), by the collection's one paging loop.
+            return list_pages(self, path, query)
         self.calls.append(('list_items', path, None))
         if path in self.fail:
             raise self.fail[path]
@@ -82,6 +85,11 @@ def test_healthy_lab_exits_ok(capsys):
     assert result['problems'] == []
     assert len(result['claims']) == 5
     assert not result.get('failed')
+    assert result['summary']['nodes_complete'] == result['summary']['nodes_expected'] == 3
+    assert result['report_lines'][:2] == ['DRA lab healthy: 0 error(s), 0 warning(s)',
+                                          'Devices (gpu.example.com): 24/24 published on 3/3 nodes, 5 allocated, 19 free']
+    assert result['report_lines'][-1] == 'Problems: none'
+    assert '  node1: 8/8 devices, 1 slice(s), Ready' in result['report_lines']
 
 
 def test_unhealthy_lab_fails_with_the_reasons(capsys):
@@ -89,7 +97,7 @@ def test_unhealthy_lab_fails_with_the_reasons(capsys):
     assert code == 1
     assert result['failed'] is True
     assert result['healthy'] is False
-    assert result['msg'].startswith('The DRA lab is unhealthy (10 error(s), 6 warning(s)): ')
+    assert result['msg'].startswith('The DRA lab is unhealthy: 10 error(s), 6 warning(s): ')
     assert ('ResourceClaim user07/gpu-claim: claim user07/gpu-claim is reserved for pod user07/train-1 which no '
             'longer exists') in result['msg']
     assert 'Node node3: node node3 publishes no ResourceSlice' in result['msg']
@@ -98,6 +106,19 @@ def test_unhealthy_lab_fails_with_the_reasons(capsys):
     assert result['summary']['errors'] == 10
     assert len(result['problems']) == 16
     assert len(result['claims']) == 16
+    lines = result['report_lines']
+    assert lines[0] == 'DRA lab UNHEALTHY: 10 error(s), 6 warning(s)'
+    assert lines[1] == 'Devices (gpu.example.com): %d/%d published on %d/%d nodes, %d allocated, %d free' % tuple(
+        result['summary'][key] for key in ('devices_published', 'devices_expected', 'nodes_publishing',
+                                           'nodes_expected', 'devices_allocated', 'devices_free'))
+    assert lines[2].startswith('Claims: 16 total, 4 pending, 12 allocated (')
+    nodes = lines[lines.index('Nodes:') + 1:lines.index('Problems:')]
+    assert len(nodes) == len(result['nodes']) and all(line.startswith('  node') for line in nodes)
+    problems = lines[lines.index('Problems:') + 1:]
+    assert len(problems) == 16 and problems[0].startswith('  ERROR ')
+    assert '  ERROR Node node3: node node3 publishes no ResourceSlice for driver gpu.example.com' in \
+        [line[:len('  ERROR Node node3: node node3 publishes no ResourceSlice for driver gpu.example.com')]
+         for line in problems]
 
 
 def test_unhealthy_lab_only_warns_when_told(capsys):
@@ -108,7 +129,7 @@ def test_unhealthy_lab_only_warns_when_told(capsys):
     assert result['changed'] is False
     [warning] = [w for w in result['warnings'] if w.startswith('The DRA lab is unhealthy')]
     assert warning == (
-        'The DRA lab is unhealthy (10 error(s), 6 warning(s)): Node node2, Node node3, ResourcePool gpu.example.com/node1, '
+        'The DRA lab is unhealthy: 10 error(s), 6 warning(s): Node node2, Node node3, ResourcePool gpu.example.com/node1, '
         'ResourceClaim user07/gpu-claim, ResourceClaim user08/gpu-claim, ResourceClaim user09/gpu-claim, '
         'ResourceClaim user15/gpu-claim, ResourceClaim user20/gpu-claim, ResourceClaim user22/gpu-claim, '
         'Device gpu.example.com/node2/gpu-2. The reasons and what to do are in the returned problems.')
