@@ -215,6 +215,7 @@ class Board:
         app.router.add_get("/instructor/events", self.events)
         app.router.add_get("/instructor/board.json", self.board_json)
         app.router.add_get("/healthz", self.healthz)
+        app.router.add_get("/favicon.ico", lambda request: web.Response(status=204))
         return app
 
 
