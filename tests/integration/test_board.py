@@ -24,7 +24,6 @@ import re
 import socket
 import statistics
 import stat
-import subprocess
 import sys
 import time
 import urllib.error
@@ -36,7 +35,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from can_has_gpu_runner import Tool
+from can_has_gpu_runner import Service, Tool
 from k8s_helpers import (api_from_kubeconfig, claim_body, clear_namespaces, expect_api_error, pod_body,
                          resource_api, wait_for)
 
@@ -91,16 +90,12 @@ def get(url: str, headers: dict | None = None) -> tuple[int, str]:
         return exc.code, exc.read().decode()
 
 
-class BoardProcess:
-    def __init__(self, tool: Tool, kubeconfig: Path, token: str, people: Path, workdir: Path):
+class BoardProcess(Service):
+    def __init__(self, tool: Tool, kubeconfig: Path, token: str, people: Path):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = workdir / f"board-{self.port}.log"
-        self.log = self.log_path.open("w")
-        env = dict(tool.env(), DRALAB_BOARD_TOKEN=token)
-        self.proc = subprocess.Popen(
-            [str(tool.bin("dralab-board")), "--kubeconfig", str(kubeconfig), "--listen", f"127.0.0.1:{self.port}",
-             "--people", str(people), "--debounce", "250ms"], env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        super().__init__(tool, "dralab-board", kubeconfig, "--listen", f"127.0.0.1:{self.port}", "--people",
+                         str(people), "--debounce", "250ms", env={"DRALAB_BOARD_TOKEN": token})
 
     def health(self) -> dict | None:
         """The board's /healthz once it is ready (None before, or while it does not listen yet)."""
@@ -110,22 +105,6 @@ class BoardProcess:
             assert self.proc.poll() is None, f"dralab-board exited with {self.proc.returncode}:\n{self.text()}"
             return None
         return json.loads(body) if status == 200 else None
-
-    def text(self) -> str:
-        if not self.log.closed:
-            self.log.flush()
-        return self.log_path.read_text()
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
 
 
 class Stream:
@@ -228,7 +207,7 @@ def board(control_plane, board_lab, tmp_path_factory):
     people.write_text(json.dumps(PEOPLE))
     token = (lab.artifacts / "board" / "instructor").read_text().strip()
     before = watch_counts(control_plane.api_client)
-    proc = BoardProcess(tool, lab.artifacts / f"{BOARD}.kubeconfig", token, people, workdir)
+    proc = BoardProcess(tool, lab.artifacts / f"{BOARD}.kubeconfig", token, people)
     try:
         started = time.monotonic()
         health = wait_for("the board to list and watch every kind", proc.health, timeout=90, interval=0.2)

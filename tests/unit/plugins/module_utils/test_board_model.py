@@ -8,28 +8,9 @@ from __future__ import annotations
 
 import copy
 import json
-import pathlib
-
-import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils import board_model, dra_explain, dra_model
-
-FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
-NOW = '2026-10-28T10:00:00Z'
-KEYS = (
-    ('device_classes', '/apis/resource.k8s.io/v1/deviceclasses'),
-    ('slices', '/apis/resource.k8s.io/v1/resourceslices'),
-    ('claims', '/apis/resource.k8s.io/v1/resourceclaims'),
-    ('pods', '/api/v1/pods'),
-    ('nodes', '/api/v1/nodes'),
-    ('namespaces', '/api/v1/namespaces'),
-    ('events', '/api/v1/events'),
-)
-
-
-def load(name):
-    raw = json.loads((FIXTURES / ('%s.json' % name)).read_text())
-    return dict((key, raw[path]['items']) for key, path in KEYS)
+from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # noqa: F401  (the fixtures too)
 
 
 def build(data, **options):
@@ -41,22 +22,8 @@ def tiles(board):
     return dict(((t['node'], t['device']), t) for node in board['nodes'] for t in node['devices'])
 
 
-def find(items, namespace, name):
-    return next(i for i in items if (i['metadata'].get('namespace'), i['metadata']['name']) == (namespace, name))
-
-
 def seat_row(board, seat):
     return next(s for s in board['seats'] if s['seat'] == seat)
-
-
-@pytest.fixture(name='healthy')
-def healthy_fixture():
-    return load('healthy')
-
-
-@pytest.fixture(name='broken')
-def broken_fixture():
-    return load('broken')
 
 
 def test_one_tile_per_published_device_with_its_holder(healthy):
