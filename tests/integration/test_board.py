@@ -312,7 +312,7 @@ def test_100_streams_get_every_update_and_the_api_sees_one_watch_per_kind(contro
     async def scenario():
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector) as session:
-            streams = [Stream(session, board.url + "/events") for _ in range(CLIENTS)]
+            streams = [Stream(session, board.url + "/events") for dummy in range(CLIENTS)]
             await until(streams, lambda b: True, 0, 60, "a first board on every stream")
             health = board.health()
             crowded = await asyncio.to_thread(watch_counts, api)

@@ -108,7 +108,7 @@ def tiles(driver):
 def wait(driver, what, check, timeout, poll=0.05):
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=poll).until(lambda d: check(d), message=what)
+    return WebDriverWait(driver, timeout, poll_frequency=poll).until(check, message=what)
 
 
 def test_the_board_runs_as_a_service_on_cp1():

@@ -10,7 +10,7 @@ import copy
 import json
 
 from ansible_collections.dralab.workshop.plugins.module_utils import board_model, dra_explain, dra_model
-from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # noqa: F401  (the fixtures too)
+from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # pylint: disable=unused-import  # noqa: F401
 
 
 def build(data, **options):
