@@ -39,8 +39,8 @@ from can_has_gpu_runner import Service, Tool
 from k8s_helpers import (api_from_kubeconfig, claim_body, clear_namespaces, expect_api_error, pod_body,
                          resource_api, wait_for)
 
-SEATS = ["user61", "user62", "user63"]
-PEOPLE = {"user61": "Ada Lovelace", "user62": "Grace Hopper"}
+SEATS = ["user66", "user67", "user68"]  # no other module uses them
+PEOPLE = {"user66": "Ada Lovelace", "user67": "Grace Hopper"}
 BOARD = "dralab-board"
 NAMESPACE = "dralab-system"
 GPUS = 24
@@ -352,7 +352,7 @@ def test_the_instructors_view_needs_the_token_and_the_projectors_shows_no_secret
     assert status == 200 and "Ada Lovelace" in page and '"view":"instructor"' in page
     status, body = get(board.url + "/instructor/board.json", {"Authorization": "Bearer " + board.token})
     instructor = json.loads(body)
-    assert status == 200 and {s["seat"]: s.get("person") for s in instructor["seats"]}["user62"] == "Grace Hopper"
+    assert status == 200 and {s["seat"]: s.get("person") for s in instructor["seats"]}["user67"] == "Grace Hopper"
 
     secrets = {board.token}
     for path in list((workshop.artifacts / "seats").glob("*.kubeconfig")) + [
