@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: lab-tools mirror test-mirror lab lab-down test-lab harness cluster-up cluster-down test-integration
+.PHONY: lab-tools mirror test-mirror lab lab-down test-lab test-lab-board harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit settings-docs test build clean
 
 help: ## List the targets.
@@ -90,8 +90,9 @@ test-integration: harness ## Integration tests against a real control plane (pyt
 
 # --- lab tier: the offline mirror, podman "VMs", site.yml end to end
 # gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,
-# runc, debootstrap and zstd make and run the node images; skopeo loads images.
-LAB_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap zstd
+# runc, debootstrap and zstd make and run the node images; skopeo loads images;
+# chromium and chromium-driver are the browser of tests/lab/test_board.py.
+LAB_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap zstd chromium chromium-driver
 
 lab-tools: ## Debian packages the mirror build and the podman nodes need.
 	@missing=$$(for p in $(LAB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -120,6 +121,9 @@ lab-down: ## Remove the lab's nodes, volumes and network (found by their label).
 # testinfra verify, destroy. It shares the lab's nodes: it replaces a running lab.
 test-lab: mirror test-tools ## The molecule scenario (the whole lab, then removed).
 	$(LAB_ENV) $(BIN)/molecule test --scenario-name default
+
+test-lab-board: setup lab-tools ## The GPU board in headless chromium, against the lab that make lab left up.
+	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_board.py
 
 test: lint test-unit build test-integration test-lab ## Everything CI runs.
 

@@ -79,7 +79,7 @@ HOLDERS_IN_SENTENCE = 3
 _NATURAL = re.compile(r'(\d+)')
 
 
-def _natural_key(text):
+def natural_key(text):
     return [int(part) if part.isdigit() else part for part in _NATURAL.split(text or '')]
 
 
@@ -253,7 +253,7 @@ class Explainer:
                 continue
             for device in spec.get('devices') or []:
                 self.devices.append(_Device(key[0], key[1], device, spec))
-        self.devices.sort(key=lambda d: (d.node or '', d.driver or '', d.pool or '', _natural_key(d.name)))
+        self.devices.sort(key=lambda d: (d.node or '', d.driver or '', d.pool or '', natural_key(d.name)))
         self.device_by_key = dict((d.key, d) for d in self.devices)
         notes = set()
         for device in self.devices:
@@ -467,7 +467,7 @@ class _ClaimExplanation:
         blocked = {}
         if self.x.nodes:
             usable = []
-            for name in sorted(self.x.nodes, key=_natural_key):
+            for name in sorted(self.x.nodes, key=natural_key):
                 why = node_blocker(self.x.nodes[name], self.pod)
                 if why:
                     blocked[name] = why
@@ -475,7 +475,7 @@ class _ClaimExplanation:
                     usable.append((name, self.x.nodes[name]))
             return usable, blocked
         # No Node objects given: every node that publishes devices counts as usable.
-        names = sorted(set(d.node for d in self.x.devices if d.node), key=_natural_key)
+        names = sorted(set(d.node for d in self.x.devices if d.node), key=natural_key)
         self.not_modeled.append('node readiness (no Node objects given)')
         return [(name, None) for name in names], blocked
 
@@ -485,7 +485,7 @@ class _ClaimExplanation:
         for device in plan['matching']:
             if not plan['admin']:
                 holders.extend(self.x.in_use.get(device.key) or [])
-        holders.sort(key=lambda h: (_natural_key(h['node'] or ''), _natural_key(h['device'])))
+        holders.sort(key=lambda h: (natural_key(h['node'] or ''), natural_key(h['device'])))
         return {
             'name': plan['name'], 'request': plan['request'], 'device_class': plan['class'],
             'allocation_mode': plan['mode'], 'count': plan['count'] if plan['mode'] == 'ExactCount' else None,
@@ -656,7 +656,7 @@ class _ClaimExplanation:
         if not plan['matching']:
             return 'no_matching_device', self._no_match_sentence(plan, label)
         all_nodes = [(name, self.x.nodes.get(name)) for name in sorted(
-            set(d.node for d in self.x.devices if d.node) | set(self.x.nodes), key=_natural_key)]
+            set(d.node for d in self.x.devices if d.node) | set(self.x.nodes), key=natural_key)]
 
         def per_node(nodes, free_only):
             counts = {}
@@ -681,7 +681,7 @@ class _ClaimExplanation:
                                            'in a few seconds.' % (label, noun, join_names(pools)))
         on_usable = per_node(usable, False)
         if not on_usable or max(on_usable.values()) < want:
-            where = sorted(set(d.node for d in plan['matching'] if d.node), key=_natural_key)
+            where = sorted(set(d.node for d in plan['matching'] if d.node), key=natural_key)
             why = join_names(['%s is %s' % (n, blocked[n]) for n in where if n in blocked]) or \
                 'no usable node can reach them'
             return 'nodes_not_ready', ('the %s matching %s are on nodes the pod cannot use: %s.' % (
@@ -699,7 +699,7 @@ class _ClaimExplanation:
                 shown = ', '.join(d.label() for d in spare[:HOLDERS_IN_SENTENCE])
                 if len(spare) > HOLDERS_IN_SENTENCE:
                     shown += ' ...'
-                nodes = sorted(set(d.node for d in spare), key=_natural_key)
+                nodes = sorted(set(d.node for d in spare), key=natural_key)
                 return 'nodes_not_ready', (
                     'the free matching %s (%s) are on nodes the pod cannot use: %s; the others are in use.'
                     % (noun, shown, join_names(['%s is %s' % (n, blocked[n]) for n in nodes])))
@@ -799,7 +799,7 @@ def _hint(expression, devices):
             if value is not None:
                 values.add(str(value[1]))
         if values:
-            shown = sorted(values, key=_natural_key)
+            shown = sorted(values, key=natural_key)
             text = ', '.join(shown[:6]) + (' ...' if len(shown) > 6 else '')
             parts.append('%s offered: %s' % (name, text))
         else:

@@ -66,6 +66,13 @@ def parse_time(value):
     return parsed.astimezone(_UTC)
 
 
+def format_time(moment):
+    """RFC 3339 in UTC with seconds, as the API writes timestamps (None for None)."""
+    if moment is None:
+        return None
+    return moment.astimezone(_UTC).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
 def format_age(seconds):
     """Short human age as kubectl prints it: 45s, 12m, 3h5m, 12d."""
     if seconds is None:

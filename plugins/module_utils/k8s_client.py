@@ -6,7 +6,8 @@
 Objects come back as plain dicts exactly as the API serves them, so the
 analysis code in this collection works the same on live and recorded objects.
 KubeClient needs no Ansible: the programs that run on lab nodes (can-has-gpu,
-dralab-lease-reaper) use it too, from a venv without ansible-core.
+dralab-lease-reaper, dralab-board) use it too, from a venv without ansible-core;
+its watch() streams the changes of a list endpoint for the board.
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ def run_with_client(argument_spec, run):
     except K8sError as exc:
         module.fail_json(msg=str(exc))
     run(module, client)
+
+
+# How long one watch lasts before the server ends it and the watcher watches again (seconds).
+WATCH_SECONDS = 300
 
 
 class K8sError(Exception):
@@ -154,6 +159,70 @@ class KubeClient:
         """Every item of a list endpoint, following continue tokens (see list_pages)."""
         return list_pages(self, path, query)
 
+    def watch(self, path, resource_version, query=None, timeout_seconds=WATCH_SECONDS):
+        """The events of one watch of a list endpoint from resource_version, until the server ends it.
+
+        Yields the events as dicts ({'type': 'ADDED'|'MODIFIED'|'DELETED'|'BOOKMARK', 'object': {...}});
+        bookmarks are asked for, so a quiet watch still moves its resourceVersion on. The server ends
+        the watch after timeout_seconds; watch again from the last resourceVersion seen. Raises K8sError,
+        with status 410 when resource_version is too old: list again (list_pages_with_version), then watch.
+        """
+        params = dict(query or {}, watch='true', allowWatchBookmarks='true', resourceVersion=resource_version,
+                      timeoutSeconds=int(timeout_seconds))
+        try:
+            response = self._stream('GET', path, list(params.items()), (10, int(timeout_seconds) + 60))
+        except ApiException as exc:
+            raise K8sError(_api_message(exc, 'WATCH', path), status=getattr(exc, 'status', None),
+                           body=getattr(exc, 'body', None))
+        except Exception as exc:  # connection refused, TLS, DNS
+            raise K8sError('Cannot reach the Kubernetes API at %s (WATCH %s): %s'
+                           % (self.api_client.configuration.host, path, exc))
+        try:
+            pending = b''
+            for chunk in response.stream(amt=None, decode_content=False):
+                pending += chunk
+                lines = pending.split(b'\n')
+                pending = lines.pop()
+                for line in lines:
+                    if line.strip():
+                        yield _watch_event(line, path)
+            if pending.strip():
+                yield _watch_event(pending, path)
+        except K8sError:
+            raise
+        except Exception as exc:  # the connection broke during the watch
+            raise K8sError('The watch of %s ended: %s' % (path, exc))
+        finally:
+            response.release_conn()
+
+    def _stream(self, method, path, query, timeout):
+        """The urllib3 response of a request, its body not read yet; raises ApiException on a non-2xx status."""
+        headers = {'Accept': 'application/json'}
+        if hasattr(self.api_client, 'param_serialize'):
+            serialized = self.api_client.param_serialize(method, path, query_params=query, header_params=headers,
+                                                         auth_settings=['BearerToken'])
+            response = self.api_client.call_api(*serialized, _request_timeout=timeout)
+            if not 200 <= response.status <= 299:
+                response.read()
+                raise ApiException(http_resp=response)
+            return response.response
+        return self.api_client.call_api(path, method, query_params=query, header_params=headers,
+                                        auth_settings=['BearerToken'], _preload_content=False,
+                                        _return_http_data_only=True, _request_timeout=timeout)
+
+
+def _watch_event(line, path):
+    """One line of a watch stream as an event dict; an ERROR event (a Status) becomes K8sError."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        raise K8sError('The watch of %s sent something that is not JSON: %r' % (path, line[:200]))
+    if event.get('type') == 'ERROR':
+        status = event.get('object') or {}
+        raise K8sError('The watch of %s failed (HTTP %s): %s' % (path, status.get('code'), status.get('message')),
+                       status=status.get('code'), body=status)
+    return event
+
 
 PAGE_SIZE = 500
 
@@ -165,14 +234,20 @@ def list_pages(client, path, query=None):
     request(method, path, body=None, query=None) (a KubeClient, a test fake);
     query adds parameters such as labelSelector or fieldSelector.
     """
+    return list_pages_with_version(client, path, query)[0]
+
+
+def list_pages_with_version(client, path, query=None):
+    """(items, resourceVersion) of a list endpoint: list_pages plus the version to watch from."""
     items = []
     params = dict(query or {}, limit=PAGE_SIZE)
     while True:
         page = client.request('GET', path, query=dict(params)) or {}
         items.extend(page.get('items') or [])
-        token = (page.get('metadata') or {}).get('continue')
+        meta = page.get('metadata') or {}
+        token = meta.get('continue')
         if not token:
-            return items
+            return items, meta.get('resourceVersion')
         params['continue'] = token
 
 

@@ -9,7 +9,7 @@ their image and starts, lists and removes them:
     status   what exists, and whether each node answers on SSH
     down     remove exactly what `up` created (found by its label)
     env      print the shell exports for using podman/ssh on the lab by hand
-    seats    print how to log in as a seat (from site.yml's credential sheet)
+    seats    print how to log in as a seat and where the GPU board is (from site.yml's artifacts)
 
 What `up` creates, each labelled dralab.workshop/lab=local:
 - network dralab-lab, 10.89.42.0/24, gateway 10.89.42.1 (the build host);
@@ -682,6 +682,22 @@ def seats_help() -> None:
     print(f"  ssh {first['seat']}@{host}")
     print("  kubectl get resourceslices")
     print(f"As the instructor: export KUBECONFIG={artifacts_dir() / 'admin.conf'}")
+    board_help()
+
+
+def board_help() -> None:
+    """Where the GPU board answers and where its token is (board.yml's board/board.json)."""
+    info_path = artifacts_dir() / "board" / "board.json"
+    if not info_path.is_file():
+        raise LabError(f"no {info_path}: playbooks/board.yml has not run on the lab (site.yml runs it)")
+    info = json.loads(info_path.read_text())
+    token_file = Path(info["token_file"])
+    if not info.get("url"):
+        raise LabError(f"{info_path} names no board URL (no control_plane host runs the board?)")
+    token = token_file.read_text().strip() if token_file.is_file() else ""
+    print(f"GPU board (projector, no names or passwords): {info['url']}")
+    print(f"Instructor's board: {info['instructor_url']}?token={token or 'TOKEN'}")
+    print(f"  the token is in {token_file} (mode 0600); seat cards to print: {artifacts_dir() / 'seat-cards.html'}")
 
 
 def env_exports() -> None:
@@ -713,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
     p_status = sub.add_parser("status", help="list the lab (exit 3 unless every node is up)")
     p_status.add_argument("--json", action="store_true")
     sub.add_parser("env", help="print shell exports (CONTAINERS_CONF, the SSH key)")
-    sub.add_parser("seats", help="print how to log in as a seat (after site.yml)")
+    sub.add_parser("seats", help="print how to log in as a seat and the GPU board's URL and token (after site.yml)")
     args = parser.parse_args(argv)
     try:
         if args.command == "image":

@@ -1,7 +1,7 @@
-"""Build the wheel of the lab's node programs (can-has-gpu, dralab-lease-reaper) and collect its dependencies.
+"""Build the wheel of the lab's node programs (can-has-gpu, dralab-lease-reaper, dralab-board) and its dependencies.
 
 The wheel is built from a staged copy of exactly what pyproject.toml packages
-(pyproject.toml, tools/can_has_gpu, plugins/module_utils), so the checkout
+(pyproject.toml, tools/can_has_gpu, tools/dralab_board, plugins/module_utils), so the checkout
 stays clean. `make mirror` (mirror_build.py) puts the wheel, its dependencies
 (binary wheels for the nodes' Python) and pip into the mirror's files/wheels/;
 the integration tests install the same wheel to run the real entry points.
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGED = ("pyproject.toml", "tools/can_has_gpu", "plugins/module_utils")
+PACKAGED = ("pyproject.toml", "tools/can_has_gpu", "tools/dralab_board", "plugins/module_utils")
 DIST_NAME = "dralab_can_has_gpu"
 # Wheel tags the nodes accept (Debian 12 and Ubuntu 22.04/24.04: glibc >= 2.35, x86_64).
 PLATFORMS = ("manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",

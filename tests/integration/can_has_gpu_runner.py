@@ -5,7 +5,8 @@ points into a folder, and runs `can-has-gpu` in a subprocess with HOME set to
 a home of the seat whose ~/.kube/config is the seat's kubeconfig from the
 `workshop` fixture (and nothing else: no KUBECONFIG, no admin credentials).
 `Reaper` runs `dralab-lease-reaper` with the kubeconfig of its own
-ServiceAccount, which the participant_tool role wrote into the artifacts.
+ServiceAccount, which the participant_tool role wrote into the artifacts;
+`Service` runs any of the wheel's services (test_board.py runs `dralab-board`).
 """
 
 from __future__ import annotations
@@ -89,19 +90,19 @@ class Tool:
         return result
 
 
-class Reaper:
-    def __init__(self, tool: Tool, kubeconfig: Path, *args: str):
-        self.log_path = tool.dir / f"reaper-{int(time.time() * 1000)}.log"
+class Service:
+    """One of the wheel's services (the reaper, the board) running as a subprocess, its output in a log file."""
+
+    def __init__(self, tool: Tool, command: str, kubeconfig: Path, *args: str, env: dict | None = None):
+        self.log_path = tool.dir / f"{command}-{int(time.time() * 1000)}.log"
         self.log = self.log_path.open("w")
-        self.proc = subprocess.Popen([str(tool.bin("dralab-lease-reaper")), "--kubeconfig", str(kubeconfig), *args],
-                                     env=tool.env(), stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([str(tool.bin(command)), "--kubeconfig", str(kubeconfig), *args],
+                                     env=dict(tool.env(), **(env or {})), stdout=self.log, stderr=subprocess.STDOUT)
 
     def text(self) -> str:
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return self.log_path.read_text()
-
-    def passes(self) -> int:
-        return self.text().count("\n")
 
     def stop(self) -> int:
         if self.proc.poll() is None:
@@ -113,3 +114,11 @@ class Reaper:
                 self.proc.wait()
         self.log.close()
         return self.proc.returncode
+
+
+class Reaper(Service):
+    def __init__(self, tool: Tool, kubeconfig: Path, *args: str):
+        super().__init__(tool, "dralab-lease-reaper", kubeconfig, *args)
+
+    def passes(self) -> int:
+        return self.text().count("\n")

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-PLAYBOOKS = ("playbooks/driver.yml", "playbooks/users.yml", "playbooks/reset.yml", "playbooks/health.yml")
+PLAYBOOKS = ("playbooks/driver.yml", "playbooks/users.yml", "playbooks/board.yml", "playbooks/reset.yml",
+             "playbooks/health.yml")
 EXTRA_VARS = {"playbooks/reset.yml": {"lab_reset_rotate_credentials": False}}
 
 

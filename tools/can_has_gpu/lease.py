@@ -1,9 +1,7 @@
 """Lease maths: how long a reservation may live, when it ends, and what the reaper releases.
 
-A claim's lease ends at the earlier of its lease-expires annotation and its
-creation time plus the lab's maximum lease. The annotation is in the seat's
-reach (a seat may edit it), the creation time is not: no claim in a seat
-namespace outlives the maximum, whoever made it and however it is annotated.
+When a lease ends is one rule of the collection (plugins/module_utils/seat_lease.py): the
+earlier of the claim's lease-expires annotation and its creation plus the lab's maximum.
 """
 
 from __future__ import annotations
@@ -14,11 +12,11 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
     PodIndex,
     allocated_devices,
     format_age,
+    format_time,
     parse_time,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
-
-from .settings import LEASE_EXPIRES
 
 UTC = datetime.timezone.utc
 
@@ -33,7 +31,7 @@ def now_utc() -> datetime.datetime:
 
 def stamp(moment: datetime.datetime) -> str:
     """RFC 3339 in UTC with seconds, as the API writes timestamps."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(moment)
 
 
 def lease_seconds(requested: str | None, default: str, maximum: str) -> int:
@@ -59,13 +57,7 @@ def _meta(obj: dict) -> dict:
 
 def expiry(claim: dict, max_seconds: int) -> datetime.datetime | None:
     """When the claim's lease ends (None if the claim has no creation time, e.g. not created yet)."""
-    meta = _meta(claim)
-    created = parse_time(meta.get("creationTimestamp"))
-    asked = parse_time((meta.get("annotations") or {}).get(LEASE_EXPIRES))
-    if created is None:
-        return asked
-    cap = created + datetime.timedelta(seconds=max_seconds)
-    return min(asked, cap) if asked is not None else cap
+    return lease_end(claim, max_seconds)
 
 
 def seconds_left(claim: dict, max_seconds: int, now: datetime.datetime) -> int | None:

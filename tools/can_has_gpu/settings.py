@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, fields
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_lease import LEASE_EXPIRES, LEASE_FOR
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
     BOARD_CONFIGMAP_NAME,
     QUOTA_NAME,
@@ -26,15 +27,13 @@ TOOL_LABEL = "dralab.workshop/tool"
 TOOL = "can-has-gpu"
 ROLE_LABEL = "dralab.workshop/role"  # holder | workload
 CLAIM_LABEL = "dralab.workshop/claim"
-LEASE_EXPIRES = "dralab.workshop/lease-expires"
-LEASE_FOR = "dralab.workshop/lease-for"
 
 # The occupancy board the reaper writes into every seat namespace (a seat may not
 # read other namespaces, so the lab's allocations come to it).
 BOARD_CONFIGMAP = BOARD_CONFIGMAP_NAME
 BOARD_KEY = "claims.json"
 
-__all__ = ["QUOTA_NAME", "SEAT_LABEL", "SEAT_NAMESPACE_SELECTOR", "Settings", "load_settings"]
+__all__ = ["LEASE_EXPIRES", "LEASE_FOR", "QUOTA_NAME", "SEAT_LABEL", "SEAT_NAMESPACE_SELECTOR", "Settings", "load_settings"]
 
 
 @dataclass

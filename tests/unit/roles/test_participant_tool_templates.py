@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import yaml
 
-from render import evaluate, parse_unit, render_role_template
+from render import evaluate, parse_unit, render_role_template, role_vars
 
 SEAT_NAMESPACES = ["user01", "user02"]
 
 
-def objects():
-    text = render_role_template("participant_tool", "reaper-objects.yml.j2",
-                                {"participant_tool_seat_namespaces": SEAT_NAMESPACES})
-    return yaml.safe_load(text)
+def objects(**identity):
+    """The reaper's objects, as tasks/main.yml asks tasks/identity.yml for them (or another identity's)."""
+    reaper = role_vars("participant_tool")
+    variables = {"participant_tool_identity_name": "dralab-lease-reaper",
+                 "participant_tool_identity_read_rules": reaper["participant_tool_reaper_read_rules"],
+                 "participant_tool_identity_seat_rules": reaper["participant_tool_reaper_seat_rules"],
+                 "participant_tool_seat_namespaces": SEAT_NAMESPACES}
+    variables.update(identity)
+    return yaml.safe_load(render_role_template("participant_tool", "identity-objects.yml.j2", variables))
 
 
 def test_the_reaper_writes_only_in_seat_namespaces():
@@ -42,6 +47,17 @@ def test_the_reaper_writes_only_in_seat_namespaces():
     assert "dralab-system" not in SEAT_NAMESPACES
 
 
+def test_an_identity_without_seat_rules_writes_nowhere():
+    docs = objects(participant_tool_identity_name="dralab-board", participant_tool_identity_seat_rules=[],
+                   participant_tool_identity_read_rules=[{"apiGroups": [""], "resources": ["pods"],
+                                                          "verbs": ["get", "list", "watch"]}])
+    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [
+        ("Namespace", "dralab-system"), ("ServiceAccount", "dralab-board"), ("Secret", "dralab-board-token"),
+        ("ClusterRole", "dralab-board-read"), ("ClusterRoleBinding", "dralab-board-read")]
+    # The namespace is shared by every identity: its labels name none of them, so two roles never fight over it.
+    assert docs[0]["metadata"]["labels"]["app.kubernetes.io/name"] == "dralab-system"
+
+
 def test_reaper_unit():
     unit = parse_unit(render_role_template("participant_tool", "dralab-lease-reaper.service.j2"))
     service = dict(unit["Service"])
@@ -56,9 +72,9 @@ def test_reaper_unit():
 
 
 def test_reaper_kubeconfig():
-    text = render_role_template("participant_tool", "reaper.kubeconfig.j2", {
+    text = render_role_template("participant_tool", "identity.kubeconfig.j2", {
         "participant_tool_server": "https://10.89.42.11:6443", "participant_tool_ca_data": "Q0E=",
-        "participant_tool_reaper_token": "tok"})
+        "participant_tool_identity_name": "dralab-lease-reaper", "participant_tool_identity_token": "tok"})
     config = yaml.safe_load(text)
     assert config["clusters"][0]["cluster"] == {"server": "https://10.89.42.11:6443",
                                                 "certificate-authority-data": "Q0E="}

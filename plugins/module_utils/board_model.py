@@ -1,0 +1,223 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The instructor's GPU board as data: device -> claim -> seat (-> person), what waits and why.
+
+A pure function over the objects dra_collect reads (plain dicts as the API
+serves them). The judgement is not made here: claim states, holder pods,
+problems and pending reasons come from dra_model.analyze() and
+dra_explain.explain_pending(); this module arranges their answers per node,
+per device and per seat, adds the lease (seat_lease) and capacity of shared
+devices, and takes the seat of a namespace from the Namespace's labels
+(seat_model.seat_of), never from labels a seat can set.
+
+Times are absolute (RFC 3339): the same lab state gives the same board
+whatever the clock says, apart from `generated` and sentences that name an
+age; the page (board_page) shows ages and lease left against its clock.
+
+build() gives the instructor's board, with the names of people when a seat ->
+person mapping is given; public() the projector's: the same without them. No
+credential is ever part of a board.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from collections import defaultdict
+
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_explain, dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_lease import lease_end
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import seat_of
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_quantity, parse_quantity
+
+FORMAT = 1
+INSTRUCTOR = 'instructor'
+PUBLIC = 'public'
+# Tile states, in the order they win: a tainted device is tainted whoever holds it.
+STATES = ('tainted', 'in_use', 'allocated', 'free')
+# The objects build() takes (dra_collect.collect() returns them under these keys).
+OBJECT_KINDS = ('device_classes', 'slices', 'claims', 'pods', 'nodes', 'namespaces', 'events')
+
+_UTC = datetime.timezone.utc
+
+
+def _meta(obj):
+    return (obj or {}).get('metadata') or {}
+
+
+def _key(obj):
+    meta = _meta(obj)
+    return meta.get('namespace'), meta.get('name')
+
+
+def _capacity(spec, holders):
+    """[{name, total, used, free}] of a shared device's capacities (consumedCapacity of its holders)."""
+    rows = []
+    for name, entry in sorted((spec.get('capacity') or {}).items()):
+        try:
+            total = parse_quantity((entry or {}).get('value'))
+        except ValueError:
+            continue
+        used = 0
+        for holder in holders:
+            try:
+                used += parse_quantity(holder['consumed'].get(name, '0'))
+            except ValueError:
+                continue
+        rows.append({'name': name, 'total': format_quantity(total), 'used': format_quantity(used),
+                     'free': format_quantity(max(total - used, 0))})
+    return rows
+
+
+def _taints(spec):
+    found = []
+    for taint in spec.get('taints') or []:
+        value = '=' + str(taint['value']) if taint.get('value') else ''
+        found.append('%s%s:%s' % (taint.get('key'), value, taint.get('effect')))
+    return found
+
+
+def _memory(spec):
+    for name, entry in sorted((spec.get('capacity') or {}).items()):
+        if name.split('/')[-1] == 'memory':
+            return (entry or {}).get('value')
+    return None
+
+
+def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces=(), events=(),
+          driver=dra_model.DEFAULT_DRIVER, expected_devices_per_node=8, lease_max='8h', stale_claim_age='1h',
+          people=None, activity=None, title='DRA lab', now=None):
+    """The instructor's board of one lab state.
+
+    people: {seat: person name} (instructor only); activity: {namespace: RFC 3339 time} of changes seen
+    that left no object behind (a deleted claim), merged into the seats' last activity; now: aware datetime
+    or RFC 3339 (default: the current time).
+
+    Returns a dict (JSON-ready): format, view, title, generated, summary, nodes (each with its device
+    tiles), pending, problems, seats.
+    """
+    now = dra_model.parse_time(now) if now is not None else datetime.datetime.now(_UTC)
+    lease_seconds = parse_duration(lease_max)
+    people = dict(people or {})
+    objects = dict(device_classes=list(device_classes or []), slices=list(slices or []), claims=list(claims or []),
+                   pods=list(pods or []), nodes=list(nodes or []), namespaces=list(namespaces or []))
+    explanations = dra_explain.explain_pending(now=now, **objects)
+    report = dra_model.analyze(events=list(events or []), driver=driver,
+                               expected_devices_per_node=expected_devices_per_node, stale_claim_age=stale_claim_age,
+                               now=now, explanations=dict((item['claim'], item) for item in explanations), **objects)
+
+    seats = {}
+    for namespace in objects['namespaces']:
+        seat = seat_of(namespace)
+        if seat and not _meta(namespace).get('deletionTimestamp'):
+            seats[_meta(namespace).get('name')] = seat
+    claims_by_key = dict((_key(claim), claim) for claim in objects['claims'])
+
+    holders = defaultdict(list)  # (pool, device) -> holders
+    for row in report['claims']:
+        claim = claims_by_key.get((row['namespace'], row['name'])) or {}
+        results = (((claim.get('status') or {}).get('allocation') or {}).get('devices') or {}).get('results') or []
+        consumed = dict(((r.get('pool'), r.get('device')), r.get('consumedCapacity') or {}) for r in results)
+        end = lease_end(claim, lease_seconds) if row['namespace'] in seats else None
+        for device in row['devices']:
+            if device['driver'] != driver:
+                continue
+            key = (device['pool'], device['device'])
+            holders[key].append({
+                'seat': seats.get(row['namespace']), 'namespace': row['namespace'], 'claim': row['name'],
+                'in_use': bool(row['holder_pods_alive']), 'pods': list(row['holder_pods_alive']),
+                'since': row['created'], 'lease_until': dra_model.format_time(end),
+                'consumed': dict(consumed.get(key) or {})})
+
+    node_rows = dict((row['name'], row) for row in report['nodes'])
+    tiles_by_node = defaultdict(list)
+    for pool in dra_model.build_pools(objects['slices']).values():
+        if pool['driver'] != driver:
+            continue
+        node = pool['node'] or pool['pool']
+        for name in sorted(pool['devices'], key=dra_explain.natural_key):
+            spec = pool['devices'][name]
+            mine = sorted(holders.get((pool['pool'], name), ()), key=lambda h: (h['namespace'] or '', h['claim']))
+            taints = _taints(spec)
+            state = ('tainted' if taints else 'in_use' if any(h['in_use'] for h in mine)
+                     else 'allocated' if mine else 'free')
+            shared = bool(spec.get('allowMultipleAllocations'))
+            tiles_by_node[node].append({
+                'device': name, 'pool': pool['pool'], 'node': node, 'state': state, 'taints': taints,
+                'memory': _memory(spec), 'shared': shared, 'capacity': _capacity(spec, mine) if shared else [],
+                'holders': [dict((k, v) for k, v in h.items() if k != 'consumed') for h in mine]})
+    node_names = list(node_rows) + sorted(set(tiles_by_node) - set(node_rows), key=dra_explain.natural_key)
+    board_nodes = []
+    for name in node_names:
+        row = node_rows.get(name) or {}
+        board_nodes.append({'name': name, 'ready': row.get('ready'), 'published': row.get('published', 0),
+                            'expected': row.get('expected', 0), 'devices': tiles_by_node.get(name, [])})
+
+    pending = []
+    for row in report['claims']:
+        if row['state'] != 'pending':
+            continue
+        pending.append({'seat': seats.get(row['namespace']), 'namespace': row['namespace'], 'claim': row['name'],
+                        'since': row['created'], 'reason': row['explain_reason'] or 'pending',
+                        'sentence': row['explain_sentence'] or row['pending_reason'] or ''})
+
+    board_seats = _seats(seats, report['claims'], objects['claims'] + objects['pods'], people, activity or {})
+    tiles = [tile for node in board_nodes for tile in node['devices']]
+    summary = dict(('devices_%s' % state, sum(1 for t in tiles if t['state'] == state)) for state in STATES)
+    summary.update(devices=len(tiles), pending=len(pending), errors=report['summary']['errors'],
+                   warnings=report['summary']['warnings'], seats=len(board_seats),
+                   seats_holding=sum(1 for s in board_seats if s['holds']))
+    return {
+        'format': FORMAT, 'view': INSTRUCTOR, 'title': title, 'generated': dra_model.format_time(now),
+        'driver': driver, 'healthy': report['healthy'], 'summary': summary, 'nodes': board_nodes,
+        'pending': pending,
+        'problems': [dict((k, p.get(k)) for k in ('severity', 'type', 'object', 'reason')) for p in report['problems']],
+        'seats': board_seats,
+    }
+
+
+def _seats(seats, claim_rows, objects, people, activity):
+    """One row per seat: the devices it holds, its pending claims, its last activity, its person."""
+    latest = {}
+    for obj in objects:
+        namespace = _meta(obj).get('namespace')
+        stamp = dra_model.parse_time(_meta(obj).get('creationTimestamp'))
+        if namespace in seats and stamp is not None and (namespace not in latest or stamp > latest[namespace]):
+            latest[namespace] = stamp
+    for namespace, value in activity.items():
+        stamp = dra_model.parse_time(value)
+        if namespace in seats and stamp is not None and (namespace not in latest or stamp > latest[namespace]):
+            latest[namespace] = stamp
+    held = defaultdict(list)
+    waiting = defaultdict(int)
+    for row in claim_rows:
+        if row['namespace'] not in seats:
+            continue
+        if row['state'] == 'pending':
+            waiting[row['namespace']] += 1
+        for device in row['devices']:
+            held[row['namespace']].append('%s on %s' % (device['device'], device['node'] or device['pool']))
+    rows = []
+    for namespace, seat in sorted(seats.items(), key=lambda item: dra_explain.natural_key(item[1])):
+        rows.append({'seat': seat, 'namespace': namespace, 'person': people.get(seat),
+                     'holds': len(held[namespace]), 'devices': held[namespace], 'pending': waiting[namespace],
+                     'last_activity': dra_model.format_time(latest.get(namespace))})
+    return rows
+
+
+def public(board):
+    """The projector's board: the instructor's without the names of people."""
+    shown = copy.deepcopy(board)
+    shown['view'] = PUBLIC
+    for row in shown.get('seats') or []:
+        row.pop('person', None)
+    return shown
+
+
+def same_state(first, second):
+    """Whether two boards show the same lab (their `generated` times aside)."""
+    def strip(board):
+        return dict((k, v) for k, v in (board or {}).items() if k != 'generated')
+    return strip(first) == strip(second)

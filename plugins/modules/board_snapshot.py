@@ -1,0 +1,190 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: board_snapshot
+short_description: Write the lab's GPU board as a static HTML page (an after-action record)
+version_added: 0.1.0
+description:
+  - Reads the objects C(dralab.workshop.dra_health) reads (DeviceClasses, ResourceSlices, ResourceClaims, Pods,
+    Nodes, Namespaces and C(FailedScheduling) Events) and writes the page of the instructor's live board
+    (C(dralab-board), role C(dralab.workshop.lab_board)) as one self-contained HTML file, the board embedded and
+    no connection to anything; ages and leases are shown as of the snapshot's time.
+  - Per node, one tile per device (free, allocated, in use by a running pod, tainted) with its seat, claim, age
+    and lease left, and capacity used and free for shared devices; the waiting claims with the explainer's
+    sentence; the problems of C(dralab.workshop.dra_health); a seats table (holds, pending, last activity). The
+    seat of a namespace is read from the Namespace's labels.
+  - The file is written with mode C(0600). It is only rewritten when the lab's board differs from the one the
+    file holds, apart from its time, so a second run on an unchanged lab reports no change.
+  - No names of people are written (the board's seat -> person mapping stays with the live board).
+author: dralab.workshop maintainers (@dralab)
+requirements:
+  - cel-python >= 0.5.0, < 0.6 (evaluates the CEL selectors of DeviceClasses and claims)
+options:
+  dest:
+    description:
+      - Path of the HTML file to write.
+    type: path
+    required: true
+  driver:
+    description:
+      - DRA driver whose devices are the tiles.
+    type: str
+    default: gpu.example.com
+  expected_devices_per_node:
+    description:
+      - Devices each node should publish (fewer is a problem, as in C(dralab.workshop.dra_health)).
+    type: int
+    default: 8
+  lease_max:
+    description:
+      - The lab's longest lease (C(8h), C(90m) or seconds); a lease ends at the claim's
+        C(dralab.workshop/lease-expires), at the latest this long after the claim's creation.
+    type: raw
+    default: 8h
+  stale_claim_age:
+    description:
+      - An allocated claim that no pod uses is a problem once it is older than this.
+    type: raw
+    default: 1h
+  title:
+    description:
+      - Title of the page.
+    type: str
+    default: DRA lab
+extends_documentation_fragment:
+  - dralab.workshop.k8s_auth
+  - dralab.workshop.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reports whether the file would change and writes nothing.
+  diff_mode:
+    support: none
+notes:
+  - The user needs C(list) permission on deviceclasses, resourceslices and resourceclaims (C(resource.k8s.io)),
+    pods, nodes, namespaces and events.
+seealso:
+  - module: dralab.workshop.dra_health
+"""
+
+EXAMPLES = r"""
+- name: Keep the board of the lab as it is now
+  dralab.workshop.board_snapshot:
+    kubeconfig: ~/.dralab/admin.conf
+    dest: ~/.dralab/board-snapshot.html
+"""
+
+RETURN = r"""
+dest:
+  description: The file written.
+  returned: always
+  type: str
+  sample: /home/instructor/.dralab/board-snapshot.html
+summary:
+  description: Counts of the board (devices per state, pending claims, problems, seats).
+  returned: always
+  type: dict
+  sample: {devices: 24, devices_free: 21, devices_in_use: 2, devices_allocated: 1, devices_tainted: 0, pending: 0,
+           errors: 0, warnings: 0, seats: 72, seats_holding: 3}
+generated:
+  description: Time of the board in the file (RFC 3339); an unchanged lab keeps the earlier time.
+  returned: always
+  type: str
+  sample: "2026-12-01T10:00:00Z"
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.dralab.workshop.plugins.module_utils import board_model, board_page, dra_cel, dra_collect
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import DEFAULT_DRIVER
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
+
+
+def argspec():
+    spec = auth_argspec()
+    spec.update(
+        dest=dict(type='path', required=True),
+        driver=dict(type='str', default=DEFAULT_DRIVER),
+        expected_devices_per_node=dict(type='int', default=8),
+        lease_max=dict(type='raw', default='8h'),
+        stale_claim_age=dict(type='raw', default='1h'),
+        title=dict(type='str', default='DRA lab'),
+    )
+    return spec
+
+
+def read_page(path):
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def write_page(path, text):
+    """Write text to path (0600) through a file in the same folder, then rename it into place."""
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix='.board-', dir=folder)
+    try:
+        with os.fdopen(handle, 'w', encoding='utf-8') as out:
+            out.write(text)
+        os.chmod(temporary, 0o600)
+        os.rename(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def run(module, client, now=None):
+    params = module.params
+    if not dra_cel.HAS_CEL:
+        module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
+    for option in ('lease_max', 'stale_claim_age'):
+        try:
+            parse_duration(params[option])
+        except ValueError as exc:
+            module.fail_json(msg='Invalid %s: %s.' % (option, exc))
+    try:
+        data = dra_collect.collect(client)
+    except K8sError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in data.pop('warnings'):
+        module.warn(warning)
+    board = board_model.build(driver=params['driver'], expected_devices_per_node=params['expected_devices_per_node'],
+                              lease_max=params['lease_max'], stale_claim_age=params['stale_claim_age'],
+                              title=params['title'], now=now, **data)
+    dest = params['dest']
+    old = board_page.embedded(read_page(dest) or '')
+    same = old is not None and board_model.same_state(old, board)
+    changed = not same
+    if same:
+        board = old
+        mode_wrong = (os.stat(dest).st_mode & 0o777) != 0o600
+        if mode_wrong:
+            changed = True
+            if not module.check_mode:
+                os.chmod(dest, 0o600)
+    elif not module.check_mode:
+        try:
+            write_page(dest, board_page.render(board))
+        except (IOError, OSError) as exc:
+            module.fail_json(msg='Cannot write the board snapshot %s: %s' % (dest, exc))
+    module.exit_json(changed=changed, dest=dest, summary=board['summary'], generated=board['generated'])
+
+
+def main():
+    run_with_client(argspec(), run)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,174 @@
+"""The GPU board on the lab, in a real browser: Debian's chromium, headless, driven by selenium through
+Debian's chromium-driver (Service('/usr/bin/chromedriver'): Selenium Manager downloads nothing).
+
+- dralab-board runs on cp1 as a systemd service (enabled, its own user, 0600 kubeconfig and token);
+- the instructor's view (the token from the artifacts folder) draws 24 device tiles;
+- a seat logs in over SSH with its password, runs `can-has-gpu reserve --for 10m`, and the tile of its
+  GPU shows the seat within 2 s of the command's return;
+- the projector's view shows no seat password, no seat token and not the board's token;
+- a wrong token is refused (401, no board drawn).
+
+Screenshots of each view go to $DRALAB_CACHE/lab/artifacts/screenshots/ (instructor.png, projector.png,
+refused.png; printed at the end). Needs the built lab (make lab) and `make lab-tools` (chromium).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+import yaml
+
+from conftest import ARTIFACTS, login, node_host
+
+SEAT = "user02"
+GPUS = 24
+LATENCY = 2.0
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SHOTS = ARTIFACTS / "screenshots"
+
+
+def board_info() -> dict:
+    path = ARTIFACTS / "board" / "board.json"
+    assert path.is_file(), f"no {path}: playbooks/board.yml (site.yml) has not run on the lab"
+    info = json.loads(path.read_text())
+    assert info["url"], info
+    return info
+
+
+def token() -> str:
+    return (ARTIFACTS / "board" / "instructor").read_text().strip()
+
+
+def status_of(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def secrets() -> dict[str, str]:
+    """Every credential the projector's view must not show: seat passwords and tokens, the board's token."""
+    found = {"board token": token()}
+    with open(ARTIFACTS / "credentials.csv", encoding="utf-8") as sheet:
+        for line in sheet.read().splitlines()[1:]:
+            seat, _hosts, password = line.split(",")[:3]
+            if password:
+                found[f"{seat}'s password"] = password
+    for path in (ARTIFACTS / "seats").glob("*.kubeconfig"):
+        for user in yaml.safe_load(path.read_text())["users"]:
+            if user["user"].get("token"):
+                found[f"{path.stem}'s token"] = user["user"]["token"]
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not fetch a browser or a driver
+    assert os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER), "apt-get install chromium chromium-driver " \
+        "(make lab-tools)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1600,1400"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    yield driver
+    driver.quit()
+    print(f"\n[board] screenshots: {', '.join(sorted(str(p) for p in SHOTS.glob('*.png')))}", file=sys.stderr)
+
+
+@pytest.fixture(scope="module")
+def seat():
+    session = login(SEAT)
+    session.run("can-has-gpu release --all")
+    yield session
+    session.run("can-has-gpu release --all")
+    session.close()
+
+
+def tiles(driver):
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, ".tile")
+
+
+def wait(driver, what, check, timeout, poll=0.05):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=poll).until(check, message=what)
+
+
+def test_the_board_runs_as_a_service_on_cp1():
+    cp1 = node_host("cp1")
+    service = cp1.service("dralab-board")
+    assert service.is_enabled and service.is_running
+    for path in ("/etc/dralab/dralab-board.kubeconfig", "/etc/dralab/dralab-board.env"):
+        assert cp1.file(path).mode == 0o600, path
+    assert cp1.file("/etc/dralab/dralab-board.kubeconfig").user == "dralab-board"
+    assert cp1.process.filter(user="dralab-board"), "the board does not run as its own user"
+    assert not node_host("worker1").service("dralab-board").is_enabled
+
+
+def test_the_instructors_view_shows_every_gpu_and_the_seats_reservation(browser, seat):
+    from selenium.webdriver.common.by import By
+
+    url = board_info()["instructor_url"] + "?token=" + token()
+    browser.get(url)
+    wait(browser, "24 tiles", lambda d: len(tiles(d)) == GPUS, 30)
+    wait(browser, "the stream to be live", lambda d: d.find_element(By.ID, "status").text == "live", 30)
+    assert "instructor view" in browser.find_element(By.ID, "view").text
+
+    rc, out, err = seat.run("can-has-gpu reserve --for 10m", timeout=180)
+    returned = time.monotonic()
+    assert rc == 0, out + err
+    match = re.search(r"^Reserved (gpu-\w+): (gpu-\d+) on (\S+)", out, re.M)
+    assert match, out
+    claim, device, node = match.groups()
+    selector = f'.tile[data-node="{node}"][data-device="{device}"][data-seat~="{SEAT}"]'
+    wait(browser, f"{SEAT} on the tile of {device} on {node}",
+         lambda d: d.find_elements(By.CSS_SELECTOR, selector), LATENCY)
+    shown = time.monotonic() - returned
+    tile = browser.find_element(By.CSS_SELECTOR, selector)
+    assert claim in tile.text and "lease" in tile.text, tile.text
+    print(f"\n[board] {SEAT} reserved {device} on {node}: on its tile {shown:.2f}s after reserve returned",
+          file=sys.stderr)
+    browser.save_screenshot(str(SHOTS / "instructor.png"))
+
+
+def test_the_projectors_view_shows_no_secret(browser, seat):
+    from selenium.webdriver.common.by import By
+
+    browser.get(board_info()["url"])
+    wait(browser, "24 tiles", lambda d: len(tiles(d)) == GPUS, 30)
+    assert "projector view" in browser.find_element(By.ID, "view").text
+    shown = browser.page_source + "\n" + browser.find_element(By.TAG_NAME, "body").text
+    found = secrets()
+    assert len(found) > 4, "the seats' passwords and tokens were not found"
+    leaked = [name for name, value in found.items() if value in shown]
+    assert not leaked, f"the projector's view shows {leaked}"
+    browser.save_screenshot(str(SHOTS / "projector.png"))
+
+
+def test_a_wrong_token_is_refused(browser):
+    from selenium.webdriver.common.by import By
+
+    info = board_info()
+    assert status_of(info["instructor_url"] + "?token=wrong-" + "x" * 26) == 401
+    assert status_of(info["instructor_url"]) == 401
+    browser.get(info["instructor_url"] + "?token=wrong-" + "x" * 26)
+    body = browser.find_element(By.TAG_NAME, "body").text
+    assert "needs its token" in body and not tiles(browser), body
+    browser.save_screenshot(str(SHOTS / "refused.png"))

@@ -1,0 +1,182 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""board_model.build() on recorded resource.k8s.io/v1 objects: tiles, holders, leases, capacity, waiting
+claims, problems, the seats table, and the public view without people."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from ansible_collections.dralab.workshop.plugins.module_utils import board_model, dra_explain, dra_model
+from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # pylint: disable=unused-import  # noqa: F401
+
+
+def build(data, **options):
+    options.setdefault('now', NOW)
+    return board_model.build(**dict(data, **options))
+
+
+def tiles(board):
+    return dict(((t['node'], t['device']), t) for node in board['nodes'] for t in node['devices'])
+
+
+def seat_row(board, seat):
+    return next(s for s in board['seats'] if s['seat'] == seat)
+
+
+def test_one_tile_per_published_device_with_its_holder(healthy):
+    board = build(healthy)
+    by_key = tiles(board)
+    assert len(by_key) == 24 and [n['name'] for n in board['nodes']] == ['node1', 'node2', 'node3']
+    assert [t['device'] for t in board['nodes'][0]['devices']] == ['gpu-%d' % i for i in range(8)]
+    states = [t['state'] for t in by_key.values()]
+    assert (states.count('in_use'), states.count('allocated'), states.count('free')) == (4, 1, 19)
+    assert board['summary']['devices'] == 24 and board['summary']['devices_free'] == 19
+    tile = by_key[('node1', 'gpu-0')]
+    assert tile['state'] == 'in_use' and tile['memory'] == '80Gi' and not tile['shared']
+    [holder] = tile['holders']
+    claim = find(healthy['claims'], 'user01', 'gpu-claim')
+    assert holder['seat'] == 'user01' and holder['claim'] == 'gpu-claim' and holder['in_use']
+    assert holder['since'] == claim['metadata']['creationTimestamp'] == '2026-10-28T09:34:00Z'
+    # No annotation: the lease ends at creation + the lab's maximum (8h by default).
+    assert holder['lease_until'] == '2026-10-28T17:34:00Z'
+    # Allocated without a live pod: "allocated", not "in use".
+    assert by_key[('node2', 'gpu-5')]['state'] == 'allocated'
+    assert by_key[('node2', 'gpu-5')]['holders'][0]['in_use'] is False
+
+
+def test_the_states_are_those_of_dra_health(healthy):
+    board = build(healthy)
+    report = dra_model.analyze(now=NOW, **healthy)
+    held = dict(((d['pool'], d['device']), row) for row in report['claims'] for d in row['devices'])
+    for tile in tiles(board).values():
+        row = held.get((tile['pool'], tile['device']))
+        if row is None:
+            assert tile['state'] == 'free' and not tile['holders']
+        else:
+            assert tile['state'] == ('in_use' if row['holder_pods_alive'] else 'allocated'), tile
+            assert tile['holders'][0]['pods'] == row['holder_pods_alive']
+
+
+def test_a_claim_outside_the_seats_has_no_seat_and_no_lease(healthy):
+    [holder] = tiles(build(healthy))[('node1', 'gpu-1')]['holders']
+    assert holder['namespace'] == 'dra-demo' and holder['seat'] is None and holder['lease_until'] is None
+
+
+def test_the_lease_is_the_annotation_but_never_past_the_maximum(healthy):
+    claim = find(healthy['claims'], 'user01', 'gpu-claim')
+    claim['metadata']['annotations'] = {'dralab.workshop/lease-expires': '2026-10-28T10:34:00Z'}
+    holder = tiles(build(healthy))[('node1', 'gpu-0')]['holders'][0]
+    assert holder['lease_until'] == '2026-10-28T10:34:00Z'
+    # A seat may edit its annotation; the creation time caps it (lease_max 2h here).
+    claim['metadata']['annotations'] = {'dralab.workshop/lease-expires': '2027-01-01T00:00:00Z'}
+    holder = tiles(build(healthy, lease_max='2h'))[('node1', 'gpu-0')]['holders'][0]
+    assert holder['lease_until'] == '2026-10-28T11:34:00Z'
+
+
+def test_the_seat_comes_from_the_namespace_labels_only(healthy):
+    claim = find(healthy['claims'], 'user01', 'gpu-claim')
+    claim['metadata'].setdefault('labels', {})['dralab.workshop/seat'] = 'user99'
+    assert tiles(build(healthy))[('node1', 'gpu-0')]['holders'][0]['seat'] == 'user01'
+    # A namespace that only carries the seat label (not ours) is no seat.
+    namespace = next(n for n in healthy['namespaces'] if n['metadata']['name'] == 'user01')
+    del namespace['metadata']['labels']['app.kubernetes.io/managed-by']
+    board = build(healthy)
+    assert tiles(board)[('node1', 'gpu-0')]['holders'][0]['seat'] is None
+    assert 'user01' not in [s['seat'] for s in board['seats']]
+
+
+def test_shared_devices_show_capacity_used_and_free(broken):
+    for name, amount in (('share-a', '10Gi'), ('share-b', '20Gi')):
+        claim = find(broken['claims'], name.replace('share-a', 'user13').replace('share-b', 'user14'), name)
+        for result in claim['status']['allocation']['devices']['results']:
+            result['consumedCapacity'] = {'memory': amount, 'compute': '25'}
+    tile = tiles(build(broken))[('node1', 'gpu-7')]
+    assert tile['shared'] and [h['seat'] for h in tile['holders']] == ['user13', 'user14']
+    capacity = dict((c['name'], c) for c in tile['capacity'])
+    assert capacity['memory'] == {'name': 'memory', 'total': '80Gi', 'used': '30Gi', 'free': '50Gi'}
+    assert capacity['compute'] == {'name': 'compute', 'total': '100', 'used': '50', 'free': '50'}
+    # A device that is not shareable shows no capacity rows.
+    assert tiles(build(broken))[('node2', 'gpu-0')]['capacity'] == []
+
+
+def test_a_tainted_device_is_tainted_whoever_holds_it(healthy):
+    piece = next(s for s in healthy['slices'] if s['spec']['nodeName'] == 'node1')
+    device = next(d for d in piece['spec']['devices'] if d['name'] == 'gpu-0')
+    device['taints'] = [{'key': 'example.com/broken', 'value': 'ecc', 'effect': 'NoSchedule'}]
+    board = build(healthy)
+    tile = tiles(board)[('node1', 'gpu-0')]
+    assert tile['state'] == 'tainted' and tile['taints'] == ['example.com/broken=ecc:NoSchedule']
+    assert tile['holders'][0]['seat'] == 'user01' and board['summary']['devices_tainted'] == 1
+
+
+def test_waiting_claims_carry_the_explainers_sentence(broken):
+    board = build(broken)
+    explained = dict((e['claim'], e) for e in dra_explain.explain_pending(
+        device_classes=broken['device_classes'], slices=broken['slices'], claims=broken['claims'],
+        pods=broken['pods'], nodes=broken['nodes'], namespaces=broken['namespaces'], now=NOW))
+    assert [(p['seat'], p['claim']) for p in board['pending']] == [
+        ('user16', 'gpu-claim'), ('user17', 'train-1-gpu-bs5sl'), ('user18', 'unused-claim'), ('user19', 'huge-claim')]
+    for row in board['pending']:
+        answer = explained['%s/%s' % (row['namespace'], row['claim'])]
+        assert (row['reason'], row['sentence']) == (answer['reason'], answer['sentence'])
+    huge = board['pending'][-1]
+    assert huge['reason'] == 'no_such_class' and 'gpu-huge.example.com' in huge['sentence']
+    assert huge['since'] == '2026-10-28T09:58:00Z'
+
+
+def test_the_problems_are_dra_healths(broken):
+    board = build(broken)
+    report = dra_model.analyze(now=NOW, **broken)
+    assert [(p['severity'], p['type'], p['object'], p['reason'][:40]) for p in board['problems']] == \
+        [(p['severity'], p['type'], p['object'], p['reason'][:40]) for p in report['problems']]
+    assert (board['summary']['errors'], board['summary']['warnings']) == (10, 6) and not board['healthy']
+    # The node that publishes nothing still has its section (with no tile).
+    node3 = next(n for n in board['nodes'] if n['name'] == 'node3')
+    assert node3['devices'] == [] and node3['expected'] == 8
+
+
+def test_the_seats_table(broken):
+    board = build(broken, activity={'user16': '2026-10-28T09:59:30Z', 'user07': '2026-10-01T00:00:00Z',
+                                    'kube-system': '2026-10-28T09:59:59Z'})
+    assert [s['seat'] for s in board['seats']] == ['user%02d' % i for i in range(7, 23)]
+    user11 = seat_row(board, 'user11')
+    assert (user11['holds'], user11['devices'], user11['pending']) == (1, ['gpu-2 on node2'], 0)
+    user16 = seat_row(board, 'user16')
+    assert (user16['holds'], user16['pending']) == (0, 1)
+    # Last activity: the newest of its claims' and pods' creation and the changes the board saw there.
+    assert user16['last_activity'] == '2026-10-28T09:59:30Z'
+    assert seat_row(board, 'user07')['last_activity'] == '2026-10-28T07:00:00Z'
+    assert board['summary']['seats'] == 16 and board['summary']['seats_holding'] == 12
+
+
+def test_people_are_shown_to_the_instructor_only(healthy):
+    claim = find(healthy['claims'], 'user01', 'gpu-claim')
+    claim['metadata']['annotations'] = {'note': 'hunter2-secret'}
+    board = build(healthy, people={'user01': 'Ada Lovelace', 'user02': 'Grace Hopper'})
+    assert board['view'] == 'instructor' and seat_row(board, 'user01')['person'] == 'Ada Lovelace'
+    shown = board_model.public(board)
+    text = json.dumps(shown)
+    assert shown['view'] == 'public' and 'Ada' not in text and 'Grace' not in text
+    assert all('person' not in row for row in shown['seats'])
+    assert seat_row(board, 'user01')['person'] == 'Ada Lovelace', 'public() must not change the instructor board'
+    # Nothing a seat writes on its objects beyond names reaches a board.
+    assert 'hunter2' not in json.dumps(board)
+
+
+def test_the_same_lab_gives_the_same_board_at_another_time(healthy):
+    first = build(healthy)
+    later = build(healthy, now='2026-10-28T10:05:00Z')
+    assert first['generated'] != later['generated'] and board_model.same_state(first, later)
+    fewer = copy.deepcopy(healthy)
+    fewer['claims'] = [c for c in fewer['claims'] if c['metadata']['namespace'] != 'user04']
+    assert not board_model.same_state(first, build(fewer))
+
+
+def test_an_empty_lab(healthy):
+    board = board_model.build(now=NOW)
+    assert board['nodes'] == [] and board['pending'] == [] and board['seats'] == []
+    assert board['summary']['devices'] == 0 and board['healthy']
+    json.dumps(board)
