@@ -16,7 +16,7 @@ description:
     host is affected.
   - Quotas must be on (C(btrfs quota enable)) and each entry must be a subvolume; role C(workshop_users) makes the
     file system, the subvolumes and turns quotas on. Uses the C(btrfs) command (package btrfs-progs).
-  - Changes only the limits that differ and reports them in RV(changed).
+  - Changes only the limits that differ and reports them in RV(changed_paths).
 author: dralab.workshop maintainers (@dralab)
 options:
   path:
@@ -97,8 +97,8 @@ def run(module):
         for path in changes:
             rc, out, err = module.run_command([btrfs, 'qgroup', 'limit', str(wanted[path]), '%s/%s' % (base, path)])
             if rc != 0:
-                module.fail_json(msg='btrfs qgroup limit %s %s/%s failed: %s' % (wanted[path], base, path,
-                                                                              (err or out).strip()))
+                module.fail_json(msg='btrfs qgroup limit %s %s/%s failed: %s'
+                                 % (wanted[path], base, path, (err or out).strip()))
     module.exit_json(changed=bool(changes), changed_paths=changes,
                      usage={path: groups[path]['referenced'] for path in wanted})
 

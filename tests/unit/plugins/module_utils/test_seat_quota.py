@@ -12,10 +12,11 @@ import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils import seat_quota
 
-# `btrfs qgroup show --raw -re /home/seats` (btrfs-progs 6.2) after a handover removed user03's old home.
+# `btrfs qgroup show --raw -re /home/seats` (btrfs-progs 6.2, trailing blanks trimmed) after a handover
+# removed user03's old home.
 QGROUPS = """\
-Qgroupid    Referenced    Exclusive  Max referenced  Max exclusive   Path 
---------    ----------    ---------  --------------  -------------   ---- 
+Qgroupid    Referenced    Exclusive  Max referenced  Max exclusive   Path
+--------    ----------    ---------  --------------  -------------   ----
 0/5              16384        16384            none           none   <toplevel>
 0/256            40960        40960       268435456           none   user01
 0/257                0            0            none           none   user02
