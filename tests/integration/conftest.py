@@ -34,6 +34,9 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 TMP_PREFIX = "dralab-it-"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The collection's code imports as ansible_collections.dralab.workshop from this checkout (collections/ holds a
+# link to the repository; ansible_collections is a namespace package, beside the one of the ansible package).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "collections"))
 from k8s_helpers import api_from_kubeconfig  # noqa: E402  (tests/integration/k8s_helpers.py)
 from playbook import Lab  # noqa: E402  (tests/integration/playbook.py)
 

@@ -9,10 +9,11 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL
+
 DRIVER = "gpu.example.com"
-MANAGED_BY = ("app.kubernetes.io/managed-by", "dralab.workshop")
-SEAT_LABEL = "dralab.workshop/seat"
-SEAT_SELECTOR = f"{MANAGED_BY[0]}={MANAGED_BY[1]},{SEAT_LABEL}"
+MANAGED = f"{MANAGED_BY_LABEL}={MANAGED_BY}"  # label selector of every object the collection manages
+SEAT_SELECTOR = f"{MANAGED},{SEAT_LABEL}"
 IMAGE = "registry.k8s.io/pause:3.10.1"  # kwok never pulls it
 
 
