@@ -25,7 +25,7 @@ REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
 .PHONY: lab-tools mirror test-mirror lab lab-down test-lab harness cluster-up cluster-down test-integration
-.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit settings-docs test build clean
+.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test build clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -60,8 +60,13 @@ sanity: setup ## ansible-test sanity from a copy in an ansible_collections tree.
 
 lint: yamllint ansible-lint sanity ## Everything static: yamllint, ansible-lint, ansible-test sanity.
 
-test-unit: test-tools ## Unit tests: module_utils, filters, templates.
-	$(BIN)/pytest -q tests/unit
+# Unit tests that run a non-Python tool are marked needs_tools (tests/unit/conftest.py): test-unit needs only
+# the venv, test-unit-tools first provides the tools. `make test` runs both.
+test-unit: setup ## Unit tests (only the venv): module_utils, filters, templates, modules.
+	$(BIN)/pytest -q --strict-markers -m "not needs_tools" tests/unit
+
+test-unit-tools: test-tools ## The unit tests that run systemd-analyze or docker-registry (test-tools provides them).
+	$(BIN)/pytest -q --strict-markers -m needs_tools tests/unit
 
 settings-docs: setup ## Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py.
 	$(BIN)/python tests/harness/settings_docs.py
@@ -121,7 +126,7 @@ lab-down: ## Remove the lab's nodes, volumes and network (found by their label).
 test-lab: mirror test-tools ## The molecule scenario (the whole lab, then removed).
 	$(LAB_ENV) $(BIN)/molecule test --scenario-name default
 
-test: lint test-unit build test-integration test-lab ## Everything CI runs.
+test: lint test-unit test-unit-tools build test-integration test-lab ## Everything CI runs.
 
 clean: ## Remove build outputs in the repository (not the cache).
 	rm -rf tests/output .pytest_cache
