@@ -90,8 +90,10 @@ cluster-up: harness ## Start a control plane with 3 fake nodes x 8 GPUs on loopb
 cluster-down: setup ## Stop the control plane started by cluster-up and remove its directory.
 	$(PY) tests/harness/cluster.py down --dir $(CLUSTER_DIR)
 
+# INTEGRATION_ARGS: more pytest options, e.g. --reverse-modules or --shuffle-modules SEED (tests/integration/conftest.py).
+INTEGRATION_ARGS ?=
 test-integration: harness ## Integration tests against a real control plane (pytest starts and stops it).
-	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q tests/integration
+	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS) tests/integration
 
 # --- lab tier: the offline mirror, podman "VMs", site.yml end to end
 # gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,

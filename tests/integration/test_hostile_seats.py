@@ -6,7 +6,6 @@ it removed. A per-seat reset touches only that seat."""
 from __future__ import annotations
 
 import datetime
-import json
 import sys
 import time
 
@@ -16,8 +15,8 @@ from kubernetes.client.rest import ApiException
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_tokens import kubeconfig_token
 from k8s_helpers import (DRIVER, IMAGE, MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL, api_from_kubeconfig, claim_body,
-                         clear_namespaces, core_api, expect_api_error, pod_body, resource_api, template_body,
-                         wait_for, wait_pod_running)
+                         clear_namespaces, core_api, expect_api_error, namespaced_kinds, pod_body, raw_get,
+                         resource_api, template_body, wait_for, wait_pod_running)
 
 OTHER_CLASS = "gpu-40gi.example.com"
 FULL = ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get resourceclaims and delete one "
@@ -31,7 +30,6 @@ BASELINE = {
     "rolebindings": {"dralab-seat-edit", "dralab-lease-reaper"}, "resourcequotas": {"dralab-seat-quota"},
     "limitranges": {"dralab-seat-limits"},
 }
-SKIPPED = {("", "events"), ("events.k8s.io", "events")}
 
 
 def token_api(api, token):
@@ -56,31 +54,14 @@ def request_token(api, seat, account, seconds):
         raise
 
 
-def raw_get(api, path):
-    """GET an API path as JSON with an ApiClient's credentials."""
-    serialized = api.param_serialize("GET", path, header_params={"Accept": "application/json"},
-                                     auth_settings=["BearerToken"])
-    response = api.call_api(*serialized)
-    data = response.read()
-    assert 200 <= response.status < 300, (path, response.status, data[:300])
-    return json.loads(data)
-
-
 def namespace_contents(admin, namespace):
     """{kind: {names}} of every namespaced kind the API server serves (events excepted) in a namespace."""
     found = {}
-    sources = [("", "/api/v1")] + [(g["name"], "/apis/" + g["preferredVersion"]["groupVersion"])
-                                   for g in raw_get(admin, "/apis")["groups"]]
-    for group, path in sources:
-        for resource in raw_get(admin, path)["resources"]:
-            if "/" in resource["name"] or not resource["namespaced"] or (group, resource["name"]) in SKIPPED:
-                continue
-            if "list" not in resource["verbs"]:
-                continue
-            listing = raw_get(admin, f"{path}/namespaces/{namespace}/{resource['name']}")
-            names = {item["metadata"]["name"] for item in listing.get("items") or []}
-            if names:
-                found[resource["name"]] = names
+    for _group, path, resource in namespaced_kinds(admin):
+        listing = raw_get(admin, f"{path}/namespaces/{namespace}/{resource}")
+        names = {item["metadata"]["name"] for item in listing.get("items") or []}
+        if names:
+            found[resource] = names
     return found
 
 
