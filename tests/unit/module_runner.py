@@ -62,7 +62,6 @@ def run_module(name, args, *extra, check_mode=False, diff=False, **kwargs):
     return proc.returncode, result
 
 
-
 def _child(name, args_file, state_file):
     """The module's process: AnsibleModule reads args_file (sys.argv[1]) as under Ansible's debug entry point."""
     sys.argv[1:] = [args_file]
