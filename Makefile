@@ -25,7 +25,7 @@ REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
 .PHONY: lab-tools mirror test-mirror lab lab-down test-lab test-lab-board harness cluster-up cluster-down test-integration
-.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit settings-docs test build clean
+.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test build clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -60,8 +60,13 @@ sanity: setup ## ansible-test sanity from a copy in an ansible_collections tree.
 
 lint: yamllint ansible-lint sanity ## Everything static: yamllint, ansible-lint, ansible-test sanity.
 
-test-unit: test-tools ## Unit tests: module_utils, filters, templates.
-	$(BIN)/pytest -q tests/unit
+# Unit tests that run a non-Python tool are marked needs_tools (tests/unit/conftest.py): test-unit needs only
+# the venv, test-unit-tools first provides the tools. `make test` runs both.
+test-unit: setup ## Unit tests (only the venv): module_utils, filters, templates, modules.
+	$(BIN)/pytest -q --strict-markers -m "not needs_tools" tests/unit
+
+test-unit-tools: test-tools ## The unit tests that run systemd-analyze or docker-registry (test-tools provides them).
+	$(BIN)/pytest -q --strict-markers -m needs_tools tests/unit
 
 settings-docs: setup ## Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py.
 	$(BIN)/python tests/harness/settings_docs.py
@@ -85,13 +90,15 @@ cluster-up: harness ## Start a control plane with 3 fake nodes x 8 GPUs on loopb
 cluster-down: setup ## Stop the control plane started by cluster-up and remove its directory.
 	$(PY) tests/harness/cluster.py down --dir $(CLUSTER_DIR)
 
+# INTEGRATION_ARGS: more pytest options, e.g. --reverse-modules or --shuffle-modules SEED (tests/integration/conftest.py).
+INTEGRATION_ARGS ?=
 test-integration: harness ## Integration tests against a real control plane (pytest starts and stops it).
-	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q tests/integration
+	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS) tests/integration
 
 # --- lab tier: the offline mirror, podman "VMs", site.yml end to end
 # gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,
 # runc, debootstrap and zstd make and run the node images; skopeo loads images;
-# chromium and chromium-driver are the browser of tests/lab/test_board.py.
+# chromium and chromium-driver are the browser of tests/lab/check_board.py.
 LAB_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap zstd chromium chromium-driver
 
 lab-tools: ## Debian packages the mirror build and the podman nodes need.
@@ -123,9 +130,9 @@ test-lab: mirror test-tools ## The molecule scenario (the whole lab, then remove
 	$(LAB_ENV) $(BIN)/molecule test --scenario-name default
 
 test-lab-board: setup lab-tools ## The GPU board in headless chromium, against the lab that make lab left up.
-	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_board.py
+	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/check_board.py
 
-test: lint test-unit build test-integration test-lab ## Everything CI runs.
+test: lint test-unit test-unit-tools build test-integration test-lab ## Everything CI runs.
 
 clean: ## Remove build outputs in the repository (not the cache).
 	rm -rf tests/output .pytest_cache

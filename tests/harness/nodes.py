@@ -9,7 +9,7 @@ their image and starts, lists and removes them:
     status   what exists, and whether each node answers on SSH
     down     remove exactly what `up` created (found by its label)
     env      print the shell exports for using podman/ssh on the lab by hand
-    seats    print how to log in as a seat and where the GPU board is (from site.yml's artifacts)
+    seats    print how to log in as a seat and where the GPU board is (from the lab's artifacts)
 
 What `up` creates, each labelled dralab.workshop/lab=local:
 - network dralab-lab, 10.89.42.0/24, gateway 10.89.42.1 (the build host);
@@ -689,7 +689,9 @@ def board_help() -> None:
     """Where the GPU board answers and where its token is (board.yml's board/board.json)."""
     info_path = artifacts_dir() / "board" / "board.json"
     if not info_path.is_file():
-        raise LabError(f"no {info_path}: playbooks/board.yml has not run on the lab (site.yml runs it)")
+        print("GPU board: not deployed; run it with "
+              "`ansible-playbook -i inventories/local/hosts.yml playbooks/board.yml` (site.yml does not yet).")
+        return
     info = json.loads(info_path.read_text())
     token_file = Path(info["token_file"])
     if not info.get("url"):

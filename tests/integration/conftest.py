@@ -11,20 +11,30 @@ Environment:
                         `cluster.py up --dir DIR` (left running afterwards)
   DRALAB_FEATURE_GATES  feature gates for the components, e.g. DRAConsumableCapacity
 
-The tests share that one cluster, so the modules run in the order of
-MODULE_ORDER (each leaves the lab as it found it: default DeviceClass menu,
-72 seats, no workloads, every GPU free). `lab` runs the collection's playbooks
-(tests/integration/playbook.py); `workshop` is the converged lab: driver.yml
-(the DeviceClass menu) and users.yml (72 seats) applied once per session.
+The tests share that one cluster; the modules may run in any order. Each module
+leaves the lab as it found it (the autouse `leaves_the_lab_as_found` fixture
+fails the module otherwise): the same objects in every namespace, no workloads,
+the same namespaces and DeviceClasses, every node publishing its GPUs. A module
+whose tests use `workshop` gets the converged lab before its first test. `lab`
+runs the collection's playbooks (tests/integration/playbook.py); `workshop` is
+the converged lab: driver.yml (the DeviceClass menu) and users.yml (72 seats)
+applied once per session.
+
+Options (to prove the order does not matter):
+  --reverse-modules        run this directory's modules in reverse order
+  --shuffle-modules SEED   run them in a random order from SEED
+Tests inside a module keep their order.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,22 +44,13 @@ HARNESS = Path(__file__).resolve().parents[1] / "harness"
 TMP_PREFIX = "dralab-it-"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from k8s_helpers import api_from_kubeconfig  # noqa: E402  (tests/integration/k8s_helpers.py)
+# The collection's code imports as ansible_collections.dralab.workshop from this checkout (collections/ holds a
+# link to the repository; ansible_collections is a namespace package, beside the one of the ansible package).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "collections"))
+from k8s_helpers import api_from_kubeconfig, lab_changes, lab_state  # noqa: E402  (tests/integration/k8s_helpers.py)
 from playbook import Lab  # noqa: E402  (tests/integration/playbook.py)
 
-# Shared cluster state: topics run in this order; a module not listed runs last.
-MODULE_ORDER = (
-    "test_control_plane",
-    "test_device_classes",
-    "test_seats",
-    "test_hostile_seats",
-    "test_demos",
-    "test_rush",
-    "test_can_has_gpu",
-    "test_stale_claim",
-    "test_missing_devices",
-    "test_idempotence",
-)
+SETTLE_SECONDS = 180  # for what a module deleted to be gone (namespaces, pods) before the next module starts
 
 
 def _load_cluster_module():
@@ -102,17 +103,48 @@ def control_plane(request) -> ControlPlane:
                         cluster=cluster)
 
 
+def pytest_addoption(parser):
+    group = parser.getgroup("dralab integration")
+    group.addoption("--reverse-modules", action="store_true", help="run the integration modules in reverse order")
+    group.addoption("--shuffle-modules", metavar="SEED", type=int, help="run the integration modules in a random order")
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Put this directory's tests in MODULE_ORDER (stable inside a module); other tests keep their slots."""
+    """--reverse-modules / --shuffle-modules: reorder this directory's modules (tests keep their order inside)."""
+    reverse, seed = config.getoption("--reverse-modules"), config.getoption("--shuffle-modules")
     here = Path(__file__).resolve().parent
     slots = [i for i, item in enumerate(items) if Path(str(item.fspath)).resolve().parent == here]
-
-    def rank(item):
-        stem = Path(str(item.fspath)).stem
-        return MODULE_ORDER.index(stem) if stem in MODULE_ORDER else len(MODULE_ORDER)
-    ordered = sorted((items[i] for i in slots), key=rank)
-    for slot, item in zip(slots, ordered):
+    modules: dict[str, list] = {}
+    for i in slots:
+        modules.setdefault(str(items[i].fspath), []).append(items[i])
+    order = list(modules)
+    if reverse:
+        order.reverse()
+    if seed is not None:
+        random.Random(seed).shuffle(order)
+    for slot, item in zip(slots, [item for name in order for item in modules[name]]):
         items[slot] = item
+    config.dralab_module_order = [Path(name).stem for name in order]
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    order = getattr(config, "dralab_module_order", None)
+    return f"integration modules in this order: {', '.join(order)}" if order else None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def leaves_the_lab_as_found(request, control_plane):
+    """Every module starts on a settled lab (converged first when its tests use `workshop`) and must leave it so."""
+    if any("workshop" in item.fixturenames for item in request.session.items if item.module is request.module):
+        request.getfixturevalue("workshop")
+    api = control_plane.api_client
+    before = lab_state(api)
+    yield
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while (changes := lab_changes(before, lab_state(api))) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not changes, (f"{request.module.__name__} did not leave the lab as it found it "
+                         f"({len(changes)} change(s)): " + "; ".join(changes[:30]))
 
 
 @pytest.fixture(scope="session")

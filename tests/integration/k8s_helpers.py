@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -9,11 +10,16 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import baseline_names
+from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL
+
 DRIVER = "gpu.example.com"
-MANAGED_BY = ("app.kubernetes.io/managed-by", "dralab.workshop")
-SEAT_LABEL = "dralab.workshop/seat"
-SEAT_SELECTOR = f"{MANAGED_BY[0]}={MANAGED_BY[1]},{SEAT_LABEL}"
+MANAGED = f"{MANAGED_BY_LABEL}={MANAGED_BY}"  # label selector of every object the collection manages
+SEAT_SELECTOR = f"{MANAGED},{SEAT_LABEL}"
 IMAGE = "registry.k8s.io/pause:3.10.1"  # kwok never pulls it
+EVENT_KINDS = {("", "events"), ("events.k8s.io", "events")}
+# What kube-controller-manager puts in every namespace, whenever it gets to it.
+NAMESPACE_FURNITURE = {("", "configmaps", "kube-root-ca.crt"), ("", "serviceaccounts", "default")}
 
 
 def wait_for(what, check, timeout=90, interval=0.5):
@@ -171,3 +177,69 @@ def delete_namespace(api, name: str, timeout=120):
             raise
         return False
     wait_for(f"namespace {name} deleted", gone, timeout)
+
+
+def raw_get(api, path):
+    """GET an API path as JSON with an ApiClient's credentials."""
+    serialized = api.param_serialize("GET", path, header_params={"Accept": "application/json"},
+                                     auth_settings=["BearerToken"])
+    response = api.call_api(*serialized)
+    data = response.read()
+    assert 200 <= response.status < 300, (path, response.status, data[:300])
+    return json.loads(data)
+
+
+def namespaced_kinds(api):
+    """(group, API path, resource) of every namespaced kind the API server serves and lists, events excepted."""
+    sources = [("", "/api/v1")] + [(g["name"], "/apis/" + g["preferredVersion"]["groupVersion"])
+                                   for g in raw_get(api, "/apis")["groups"]]
+    for group, path in sources:
+        for resource in raw_get(api, path)["resources"]:
+            if "/" in resource["name"] or not resource["namespaced"] or (group, resource["name"]) in EVENT_KINDS:
+                continue
+            if "list" in resource["verbs"]:
+                yield group, path, resource["name"]
+
+
+# --- the lab as a test module must leave it -----------------------------------------------------------
+
+def lab_state(api) -> dict:
+    """What a test module leaves as it found it: every namespaced object outside kube-* (kind, namespace, name;
+    events excepted), the namespaces, the DeviceClasses and the devices each node publishes."""
+    objects = set()
+    for group, path, resource in namespaced_kinds(api):
+        for item in raw_get(api, f"{path}/{resource}").get("items") or []:
+            meta = item["metadata"]
+            if not meta["namespace"].startswith("kube-"):
+                objects.add((group, resource, meta["namespace"], meta["name"]))
+    namespaces = {ns["metadata"]["name"]: ns["metadata"].get("labels") or {}
+                  for ns in raw_get(api, "/api/v1/namespaces")["items"]}
+    classes = {dc["metadata"]["name"]: {"labels": dc["metadata"].get("labels") or {}, "spec": dc["spec"]}
+               for dc in raw_get(api, "/apis/resource.k8s.io/v1/deviceclasses")["items"]}
+    return {"objects": objects, "namespaces": namespaces, "classes": classes, "devices": published_devices(api)}
+
+
+def lab_changes(before: dict, after: dict) -> list[str]:
+    """What `after` changed of `before`, apart from what converging the lab adds (driver.yml, users.yml): seat
+    namespaces, their baseline objects (seat_model.baseline_names) and DeviceClasses managed by the collection;
+    and apart from the NAMESPACE_FURNITURE of any namespace."""
+    def seat(labels):
+        return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and SEAT_LABEL in labels
+
+    seats = {name for name, labels in after["namespaces"].items() if seat(labels)}
+    changes = [f"gone: {ns} {resource} {name}" for _g, resource, ns, name in sorted(before["objects"] - after["objects"])]
+    changes += [f"left behind: {ns} {resource} {name}" for group, resource, ns, name in sorted(after["objects"] - before["objects"])
+                if (group, resource, name) not in NAMESPACE_FURNITURE
+                and not (ns in seats and name in baseline_names(ns).get(resource, set()))]
+    changes += [f"namespace gone: {name}" for name in sorted(set(before["namespaces"]) - set(after["namespaces"]))]
+    changes += [f"namespace left behind: {name}" for name in sorted(set(after["namespaces"]) - set(before["namespaces"]))
+                if name not in seats]
+    for name in sorted(set(before["classes"]) | set(after["classes"])):
+        old, new = before["classes"].get(name), after["classes"].get(name)
+        if old is None and new["labels"].get(MANAGED_BY_LABEL) != MANAGED_BY:
+            changes.append(f"DeviceClass left behind: {name}")
+        elif old is not None and new != old:
+            changes.append(f"DeviceClass {'gone' if new is None else 'changed'}: {name}")
+    if after["devices"] != before["devices"]:
+        changes.append(f"published devices per node: {before['devices']} before, {after['devices']} after")
+    return changes

@@ -63,6 +63,7 @@ def namespace(control_plane):
         sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items))
     yield name
     core.delete_namespace(name)
+    wait_for(f"namespace {name} deleted", lambda: name not in {ns.metadata.name for ns in core.list_namespace().items})
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from k8s_helpers import DRIVER, MANAGED_BY
+from k8s_helpers import DRIVER, MANAGED_BY, MANAGED_BY_LABEL
 
 DESCRIPTION = "dralab.workshop/description"
 GPU = f"device.driver == '{DRIVER}'"
@@ -79,7 +79,7 @@ def test_menu_is_applied(control_plane, lab, foreign_class):
     api = control_plane.api_client
     for entry in MENU:
         dc = read_class(api, entry["name"])
-        assert dc.metadata.labels.get(MANAGED_BY[0]) == MANAGED_BY[1], entry["name"]
+        assert dc.metadata.labels.get(MANAGED_BY_LABEL) == MANAGED_BY, entry["name"]
         assert dc.metadata.annotations.get(DESCRIPTION) == entry["description"], entry["name"]
         expressions = [s if isinstance(s, str) else s["cel"]["expression"] for s in entry["selectors"]]
         assert [s.cel.expression for s in dc.spec.selectors] == expressions, entry["name"]

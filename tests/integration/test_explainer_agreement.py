@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
-from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 from kubernetes.client.rest import ApiException
 
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_explain  # this checkout's (conftest.py)
 from k8s_helpers import (DRIVER, allocated, core_api, delete_namespace, pod_body, pod_scheduled_condition,
                          resource_api, wait_default_service_account, wait_for)
-
-# The explainer is collection code: make ansible_collections.dralab.workshop importable from this checkout.
-_AnsibleCollectionFinder(paths=[str(Path(__file__).resolve().parents[2] / "collections")], scan_sys_paths=True)._install()
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_explain  # noqa: E402
 
 NS = "explain-agreement"
 CLASS = "explain-agreement.gpu.example.com"  # the test's own DeviceClass: the bare control plane has none

@@ -6,21 +6,19 @@ it removed. A per-seat reset touches only that seat."""
 from __future__ import annotations
 
 import datetime
-import json
 import sys
 import time
-
-import yaml
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from k8s_helpers import (DRIVER, IMAGE, api_from_kubeconfig, claim_body, clear_namespaces, core_api,
-                         expect_api_error, pod_body, resource_api, template_body, wait_for, wait_pod_running)
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_tokens import kubeconfig_token
+from k8s_helpers import (DRIVER, IMAGE, MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL, api_from_kubeconfig, claim_body,
+                         clear_namespaces, core_api, expect_api_error, namespaced_kinds, pod_body, raw_get,
+                         resource_api, template_body, wait_for, wait_pod_running)
 
 OTHER_CLASS = "gpu-40gi.example.com"
-MANAGED_BY = "app.kubernetes.io/managed-by"
 FULL = ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get resourceclaims and delete one "
         "to free it")
 YEAR = 365 * 24 * 3600
@@ -32,7 +30,6 @@ BASELINE = {
     "rolebindings": {"dralab-seat-edit", "dralab-lease-reaper"}, "resourcequotas": {"dralab-seat-quota"},
     "limitranges": {"dralab-seat-limits"},
 }
-SKIPPED = {("", "events"), ("events.k8s.io", "events")}
 
 
 def token_api(api, token):
@@ -43,10 +40,6 @@ def token_api(api, token):
     config.verify_ssl = api.configuration.verify_ssl
     config.api_key = {"BearerToken": "Bearer " + token}
     return client.ApiClient(config)
-
-
-def kubeconfig_token(path):
-    return yaml.safe_load(path.read_text())["users"][0]["user"]["token"]
 
 
 def request_token(api, seat, account, seconds):
@@ -61,31 +54,14 @@ def request_token(api, seat, account, seconds):
         raise
 
 
-def raw_get(api, path):
-    """GET an API path as JSON with an ApiClient's credentials."""
-    serialized = api.param_serialize("GET", path, header_params={"Accept": "application/json"},
-                                     auth_settings=["BearerToken"])
-    response = api.call_api(*serialized)
-    data = response.read()
-    assert 200 <= response.status < 300, (path, response.status, data[:300])
-    return json.loads(data)
-
-
 def namespace_contents(admin, namespace):
     """{kind: {names}} of every namespaced kind the API server serves (events excepted) in a namespace."""
     found = {}
-    sources = [("", "/api/v1")] + [(g["name"], "/apis/" + g["preferredVersion"]["groupVersion"])
-                                   for g in raw_get(admin, "/apis")["groups"]]
-    for group, path in sources:
-        for resource in raw_get(admin, path)["resources"]:
-            if "/" in resource["name"] or not resource["namespaced"] or (group, resource["name"]) in SKIPPED:
-                continue
-            if "list" not in resource["verbs"]:
-                continue
-            listing = raw_get(admin, f"{path}/namespaces/{namespace}/{resource['name']}")
-            names = {item["metadata"]["name"] for item in listing.get("items") or []}
-            if names:
-                found[resource["name"]] = names
+    for _group, path, resource in namespaced_kinds(admin):
+        listing = raw_get(admin, f"{path}/namespaces/{namespace}/{resource}")
+        names = {item["metadata"]["name"] for item in listing.get("items") or []}
+        if names:
+            found[resource] = names
     return found
 
 
@@ -210,15 +186,16 @@ def handover(control_plane, workshop, tmp_path_factory):
     seat = "user14"
     api = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
     core, resource = core_api(api), resource_api(api)
-    tokens = {"kubeconfig": kubeconfig_token(workshop.seat_kubeconfig(seat))}
+    tokens = {"kubeconfig": kubeconfig_token(workshop.seat_kubeconfig(seat).read_text())}
+    assert tokens["kubeconfig"], f"no token in {workshop.seat_kubeconfig(seat)}"
     try:
         # Label tampering: the instructor's ServiceAccount and token Secret no longer look managed.
-        patch = {"metadata": {"labels": {MANAGED_BY: None, "dralab.workshop/seat": None}}}
+        patch = {"metadata": {"labels": {MANAGED_BY_LABEL: None, SEAT_LABEL: None}}}
         core.patch_namespaced_service_account(seat, seat, patch)
         core.patch_namespaced_secret("dralab-seat-token", seat, patch)
         # Tokens of its own: for its account, for the default account, for a new account.
         core.create_namespaced_service_account(seat, {"metadata": {"name": "backdoor",
-                                                                   "labels": {MANAGED_BY: "dralab.workshop"}}})
+                                                                   "labels": {MANAGED_BY_LABEL: MANAGED_BY}}})
         for account in (seat, "default", "backdoor"):
             minted = request_token(api, seat, account, EVENT)
             if minted is not None:
@@ -276,7 +253,7 @@ def test_after_the_reset_the_namespace_holds_none_of_the_seats_objects(control_p
     assert_only_baseline(control_plane.api_client, seat)
     # The instructor's objects are back, labelled, and the new kubeconfig works.
     sa = core_api(control_plane.api_client).read_namespaced_service_account(seat, seat)
-    assert sa.metadata.labels[MANAGED_BY] == "dralab.workshop"
+    assert sa.metadata.labels[MANAGED_BY_LABEL] == MANAGED_BY
     fresh = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
     try:
         assert core_api(fresh).list_namespaced_pod(seat).items == []

@@ -12,7 +12,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from k8s_helpers import (DRIVER, MANAGED_BY, SEAT_LABEL, api_from_kubeconfig, claim_body, clear_namespaces,
+from k8s_helpers import (DRIVER, MANAGED, SEAT_LABEL, api_from_kubeconfig, claim_body, clear_namespaces,
                          expect_api_error, pod_body, wait_for, wait_pod_running)
 from playbook import SEATS, seat_names
 
@@ -30,7 +30,6 @@ EXPECTED_QUOTA = {
 }
 FULL = ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get resourceclaims and delete one "
         "to free it")
-MANAGED = f"{MANAGED_BY[0]}={MANAGED_BY[1]}"
 
 
 def mode(path) -> int:

@@ -37,13 +37,13 @@ import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
-from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
 REPO = Path(__file__).resolve().parents[2]
-# The dralab.workshop.* filters the roles' variables use (mirror_url) resolve to this checkout, as in tests/unit.
-_AnsibleCollectionFinder(paths=[str(REPO / "collections")], scan_sys_paths=True)._install()
 sys.path.insert(0, str(REPO / "tests" / "unit"))
-from render import render_role_template, role_defaults, trusted  # noqa: E402  (tests/unit/render.py)
+from render import render_role_template, role_defaults, trusted, use_this_checkout  # noqa: E402  (tests/unit/render.py)
+
+# The dralab.workshop.* filters the roles' variables use (mirror_url) resolve to this checkout, as in tests/unit.
+use_this_checkout()
 
 CACHE = Path(os.environ.get("DRALAB_CACHE") or Path.home() / ".cache" / "dralab")
 MIRROR = CACHE / "mirror"

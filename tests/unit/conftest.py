@@ -1,14 +1,18 @@
-"""Make the collection importable as ansible_collections.dralab.workshop.
+"""Make the collection importable as ansible_collections.dralab.workshop from this checkout; register the markers.
 
-Ansible's own collection loader is installed so that both Python imports and
-template lookups of dralab.workshop.* filters resolve to this checkout.
+collections/ holds a link to the repository. Ansible's plugin loader, given it as its first collections path
+(render.use_this_checkout), resolves both Python imports of ansible_collections.dralab.workshop and template
+lookups of dralab.workshop.* filters to this checkout.
 """
 
 from __future__ import annotations
 
-import pathlib
+from render import use_this_checkout
 
-from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+use_this_checkout()
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-_AnsibleCollectionFinder(paths=[str(REPO / "collections")], scan_sys_paths=True)._install()
+
+def pytest_configure(config):
+    # `make test-unit` deselects these; `make test-unit-tools` provides the tools (make test-tools) and runs them.
+    config.addinivalue_line(
+        'markers', 'needs_tools: runs a non-Python tool that `make test-tools` provides (systemd-analyze, docker-registry)')

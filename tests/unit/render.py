@@ -5,9 +5,21 @@ from __future__ import annotations
 import pathlib
 
 from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar, trust_as_template
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
+COLLECTIONS = REPO / "collections"  # holds ansible_collections/dralab/workshop, a link to the repository
+_LOADED = []
+
+
+def use_this_checkout():
+    """Import ansible_collections.dralab.workshop and look up its filters from this checkout (once per process)."""
+    if _LOADED:
+        return
+    # What the ansible CLIs do before they run anything, with collections/ as the first collections path.
+    init_plugin_loader([str(COLLECTIONS)])
+    _LOADED.append(True)
 
 
 def trusted(value):

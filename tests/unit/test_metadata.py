@@ -10,6 +10,8 @@ import re
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import OS_RELEASES, os_release_problem
@@ -26,6 +28,33 @@ def requires_ansible():
     match = re.match(r'^>=\s*(\d+)\.(\d+)(?:\.\d+)?$', text)
     assert match, 'meta/runtime.yml requires_ansible %r is not ">=X.Y.Z"' % text
     return '%s.%s' % match.groups()
+
+
+def requirement(path, name):
+    """The one requirement of a requirements file for a distribution name."""
+    found = [Requirement(line.split('#')[0].strip()) for line in (REPO / path).read_text().splitlines()
+             if line.split('#')[0].strip()]
+    found = [req for req in found if req.name == name]
+    assert len(found) == 1, '%s names %s %d times' % (path, name, len(found))
+    return found[0]
+
+
+def lower_bound(req):
+    """The X.Y of a requirement's single >= bound."""
+    bounds = [spec.version for spec in req.specifier if spec.operator == '>=']
+    assert len(bounds) == 1, '%s has no single >= bound' % req
+    release = Version(bounds[0]).release
+    return '%d.%d' % (release[0], release[1] if len(release) > 1 else 0)
+
+
+def test_requirements_install_the_ansible_core_the_collection_requires():
+    req = requirement('requirements.txt', 'ansible-core')
+    assert lower_bound(req) == requires_ansible(), (
+        'requirements.txt allows %s but meta/runtime.yml requires_ansible is >=%s' % (req, requires_ansible()))
+    # The version the tests run is one requirements.txt allows.
+    [pin] = requirement('requirements-dev.txt', 'ansible-core').specifier
+    assert pin.operator == '==' and req.specifier.contains(pin.version), (
+        'requirements-dev.txt runs ansible-core %s, outside %s of requirements.txt' % (pin.version, req))
 
 
 @pytest.mark.parametrize('meta', ROLE_METAS, ids=[path.parts[-3] for path in ROLE_METAS])

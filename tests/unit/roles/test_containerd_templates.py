@@ -216,6 +216,7 @@ def test_release_records_change_with_the_versions():
     assert all(before[name] != after[name] for name in before)
 
 
+@pytest.mark.needs_tools
 @pytest.mark.parametrize('snapshotter', ['overlayfs', 'native'])
 def test_unit_passes_systemd_analyze_verify(tmp_path, snapshotter):
     binary = tmp_path / 'bin' / 'containerd'

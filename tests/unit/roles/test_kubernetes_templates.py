@@ -99,6 +99,7 @@ def test_checksum_is_the_sha256_file_unless_pinned():
                     kubernetes_checksums={'kubelet': pinned}).endswith('/kubectl.sha256')
 
 
+@pytest.mark.needs_tools
 def test_units_pass_systemd_analyze_verify(tmp_path):
     binary = tmp_path / 'bin' / 'kubelet'
     binary.parent.mkdir()

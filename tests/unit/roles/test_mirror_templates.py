@@ -102,9 +102,10 @@ def _status(method: str, url: str) -> int:
         return error.code
 
 
+@pytest.mark.needs_tools
 @pytest.mark.parametrize("writable", [False, True])
 def test_registry_binary_accepts_the_config(tmp_path, writable):
-    """Debian's docker-registry (provided by `make test-tools`) serves the rendered config on loopback only."""
+    """Debian's docker-registry (provided by `make test-tools`, run by `make test-unit-tools`) serves the rendered config on loopback only."""
     binary = os.environ.get("DRALAB_DOCKER_REGISTRY") or shutil.which("docker-registry")
     assert binary, "docker-registry is missing: run `make test-tools` (or set DRALAB_DOCKER_REGISTRY)"
     port = _free_loopback_port()

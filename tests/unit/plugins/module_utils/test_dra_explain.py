@@ -11,7 +11,7 @@ import pathlib
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_explain
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_collect, dra_explain
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 NOW = '2026-10-28T10:00:00Z'
@@ -28,15 +28,11 @@ def _items(raw, path):
 def lab_fixture():
     raw = json.loads((FIXTURES / 'healthy.json').read_text())
     extra = json.loads((FIXTURES / 'explain.json').read_text())
-    return {
-        'device_classes': _items(raw, '/apis/resource.k8s.io/v1/deviceclasses'),
-        'slices': _items(raw, '/apis/resource.k8s.io/v1/resourceslices'),
-        'claims': _items(raw, '/apis/resource.k8s.io/v1/resourceclaims') + extra['claims'],
-        'pods': _items(raw, '/api/v1/pods') + extra['pods'],
-        'nodes': _items(raw, '/api/v1/nodes'),
-        'namespaces': _items(raw, '/api/v1/namespaces'),
-        'quotas': extra['quotas'],
-    }
+    lab = dict((key, _items(raw, path)) for key, path in dra_collect.LIST_PATHS)
+    lab['claims'] += extra['claims']
+    lab['pods'] += extra['pods']
+    lab['quotas'] = extra['quotas']
+    return lab
 
 
 def claim(name, namespace='user05', requests=None, constraints=None, uid=True, created='2026-10-28T09:55:00Z'):

@@ -13,19 +13,12 @@ import time
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect, dra_model
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 NOW = '2026-10-28T10:00:00Z'
-KEYS = (
-    ('device_classes', '/apis/resource.k8s.io/v1/deviceclasses'),
-    ('slices', '/apis/resource.k8s.io/v1/resourceslices'),
-    ('claims', '/apis/resource.k8s.io/v1/resourceclaims'),
-    ('pods', '/api/v1/pods'),
-    ('nodes', '/api/v1/nodes'),
-    ('namespaces', '/api/v1/namespaces'),
-    ('events', '/api/v1/events'),
-)
+# The fixtures are recorded API lists by path, as dra_collect reads them.
+KEYS = dra_collect.LIST_PATHS + (('events', dra_collect.EVENTS_PATH),)
 UNSCHED3 = ('0/3 nodes are available: 3 cannot allocate all claims. preemption: 0/3 nodes are available: '
             '3 Preemption is not helpful for scheduling.')
 

@@ -1,82 +1,27 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""dra_health end to end: a real AnsibleModule, the real collect and analysis, a fake API client."""
+"""dra_health end to end: run as Ansible runs it (module_runner.py), the real collect and analysis, a fake API client."""
 
 from __future__ import annotations
 
-import json
-import pathlib
-from unittest import mock
-
-import pytest
-
-from ansible.module_utils import _internal as module_utils_internal
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
 from ansible_collections.dralab.workshop.plugins.modules import dra_health
 
-FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
+from dra_fakes import FakeClient
+from module_runner import run_module
+
 NOW = '2026-10-28T10:00:00Z'
 
 
-class FakeClient:
-    """Serves recorded list objects by API path, the way KubeClient does (list_items and paged request)."""
-
-    def __init__(self, scenario, page_size=None, fail=None):
-        self.lists = json.loads((FIXTURES / ('%s.json' % scenario)).read_text())
-        self.page_size = page_size
-        self.fail = fail or {}
-        self.calls = []
-
-    def list_items(self, path, query=None):
-        if query:
-            # A query is answered page by page through request(), by the collection's one paging loop.
-            return list_pages(self, path, query)
-        self.calls.append(('list_items', path, None))
-        if path in self.fail:
-            raise self.fail[path]
-        return list(self.lists[path]['items'])
-
-    def request(self, method, path, body=None, query=None):
-        self.calls.append((method, path, dict(query or {})))
-        if path in self.fail:
-            raise self.fail[path]
-        assert method == 'GET' and body is None
-        items = self.lists[path]['items']
-        selector = (query or {}).get('fieldSelector')
-        if selector:
-            field, value = selector.split('=', 1)
-            assert field == 'reason'
-            items = [i for i in items if i.get(field) == value]
-        start = int((query or {}).get('continue') or 0)
-        size = self.page_size or int((query or {}).get('limit') or len(items) or 1)
-        page = items[start:start + size]
-        meta = {'resourceVersion': '1'}
-        if start + size < len(items):
-            meta['continue'] = str(start + size)
-        return {'apiVersion': 'v1', 'kind': 'EventList', 'metadata': meta, 'items': page}
+def run(args, client):
+    """Run dra_health as Ansible runs it, with the fake client; return (exit code, result)."""
+    return run_module('dra_health', args, client, now=NOW)
 
 
-def run(args, client, capsys):
-    """Run the module's run() with the given args; return (exit code, result)."""
-    # Importing controller code (templating tests) flips is_controller, which would send module warnings
-    # to the controller's display instead of the module result: run as a module does.
-    with patch_module_args(args), mock.patch.object(module_utils_internal, 'is_controller', False):
-        module = AnsibleModule(argument_spec=dra_health.argspec(), supports_check_mode=True)
-        with pytest.raises(SystemExit) as exc:
-            dra_health.run(module, client, now=NOW)
-    result = json.loads(capsys.readouterr().out)
-    # ansible-core 2.19 reports warnings as structured summaries; keep their text.
-    result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w for w in result.get('warnings', [])]
-    return exc.value.code, result
-
-
-def test_healthy_lab_exits_ok(capsys):
-    code, result = run({}, FakeClient('healthy'), capsys)
+def test_healthy_lab_exits_ok():
+    code, result = run({}, FakeClient('healthy'))
     assert code == 0
     assert result['changed'] is False
     assert result['healthy'] is True
@@ -92,8 +37,8 @@ def test_healthy_lab_exits_ok(capsys):
     assert '  node1: 8/8 devices, 1 slice(s), Ready' in result['report_lines']
 
 
-def test_unhealthy_lab_fails_with_the_reasons(capsys):
-    code, result = run({}, FakeClient('broken'), capsys)
+def test_unhealthy_lab_fails_with_the_reasons():
+    code, result = run({}, FakeClient('broken'))
     assert code == 1
     assert result['failed'] is True
     assert result['healthy'] is False
@@ -121,8 +66,8 @@ def test_unhealthy_lab_fails_with_the_reasons(capsys):
          for line in problems]
 
 
-def test_unhealthy_lab_only_warns_when_told(capsys):
-    code, result = run({'fail_on_unhealthy': False}, FakeClient('broken'), capsys)
+def test_unhealthy_lab_only_warns_when_told():
+    code, result = run({'fail_on_unhealthy': False}, FakeClient('broken'))
     assert code == 0
     assert not result.get('failed')
     assert result['healthy'] is False
@@ -136,16 +81,16 @@ def test_unhealthy_lab_only_warns_when_told(capsys):
     assert result['summary']['claims_pending'] == 4
 
 
-def test_check_mode_runs_the_check(capsys):
-    code, result = run({'_ansible_check_mode': True}, FakeClient('broken'), capsys)
+def test_check_mode_runs_the_check():
+    code, result = run({'_ansible_check_mode': True}, FakeClient('broken'))
     assert code == 1
     assert result['summary']['errors'] == 10
 
 
-def test_options_reach_the_analysis(capsys):
+def test_options_reach_the_analysis():
     args = {'nodes': ['node1', 'node2'], 'expected_devices_per_node': 6, 'stale_claim_age': '2m',
             'fail_on_unhealthy': False}
-    code, result = run(args, FakeClient('broken'), capsys)
+    code, result = run(args, FakeClient('broken'))
     assert code == 0
     assert result['summary']['nodes_expected'] == 2
     assert result['summary']['devices_expected'] == 12
@@ -155,15 +100,15 @@ def test_options_reach_the_analysis(capsys):
     assert stale == ['ResourceClaim user09/gpu-claim', 'ResourceClaim user10/gpu-claim']
 
 
-def test_stale_claim_age_in_seconds(capsys):
-    code, result = run({'stale_claim_age': 60, 'fail_on_unhealthy': False}, FakeClient('healthy'), capsys)
+def test_stale_claim_age_in_seconds():
+    code, result = run({'stale_claim_age': 60, 'fail_on_unhealthy': False}, FakeClient('healthy'))
     assert code == 0
     assert [p['object'] for p in result['problems']] == ['ResourceClaim user04/gpu-claim']
 
 
-def test_reads_every_list_and_pages_events(capsys):
+def test_reads_every_list_and_pages_events():
     client = FakeClient('broken', page_size=1)
-    code, result = run({'fail_on_unhealthy': False}, client, capsys)
+    code, result = run({'fail_on_unhealthy': False}, client)
     assert code == 0
     paths = [call[1] for call in client.calls if call[0] == 'list_items']
     assert paths == [entry[1] for entry in dra_collect.LIST_PATHS]
@@ -176,41 +121,41 @@ def test_reads_every_list_and_pages_events(capsys):
     assert generated['pending_reason'].startswith('0/4 nodes are available: 1 node(s) had untolerated taint')
 
 
-def test_events_can_be_skipped(capsys):
+def test_events_can_be_skipped():
     client = FakeClient('broken')
-    code, result = run({'include_events': False, 'fail_on_unhealthy': False}, client, capsys)
+    code, result = run({'include_events': False, 'fail_on_unhealthy': False}, client)
     assert code == 0
     assert not [c for c in client.calls if c[1] == '/api/v1/events']
     generated = next(c for c in result['claims'] if c['namespace'] == 'user17')
     assert generated['pending_reason'] == 'pod user17/train-1 is waiting for the scheduler'
 
 
-def test_forbidden_events_only_warn(capsys):
+def test_forbidden_events_only_warn():
     denied = K8sError('Kubernetes API GET /api/v1/events failed (HTTP 403): forbidden.', status=403)
-    code, result = run({'fail_on_unhealthy': False}, FakeClient('broken', fail={'/api/v1/events': denied}), capsys)
+    code, result = run({'fail_on_unhealthy': False}, FakeClient('broken', fail={'/api/v1/events': denied}))
     assert code == 0
     assert any('Could not read FailedScheduling events' in w and 'HTTP 403' in w for w in result['warnings'])
     assert result['summary']['claims_pending'] == 4
 
 
-def test_api_error_fails_with_its_message(capsys):
+def test_api_error_fails_with_its_message():
     missing = K8sError('Kubernetes API GET /apis/resource.k8s.io/v1/resourceslices failed (HTTP 404): not found. '
                        'Is resource.k8s.io/v1 served (Kubernetes >= 1.34)?', status=404)
     client = FakeClient('healthy', fail={'/apis/resource.k8s.io/v1/resourceslices': missing})
-    code, result = run({}, client, capsys)
+    code, result = run({}, client)
     assert code == 1
     assert result['msg'] == str(missing)
     assert 'healthy' not in result
 
 
-def test_invalid_stale_claim_age(capsys):
-    code, result = run({'stale_claim_age': 'soon'}, FakeClient('healthy'), capsys)
+def test_invalid_stale_claim_age():
+    code, result = run({'stale_claim_age': 'soon'}, FakeClient('healthy'))
     assert code == 1
     assert result['msg'].startswith("Invalid stale_claim_age: 'soon' is not a duration")
 
 
-def test_negative_device_count(capsys):
-    code, result = run({'expected_devices_per_node': -1}, FakeClient('healthy'), capsys)
+def test_negative_device_count():
+    code, result = run({'expected_devices_per_node': -1}, FakeClient('healthy'))
     assert code == 1
     assert 'expected_devices_per_node must be 0 or more' in result['msg']
 
@@ -235,8 +180,8 @@ def test_message_lists_at_most_ten_errors():
     assert message.endswith('... and 2 more (see problems)')
 
 
-def test_pending_claims_carry_the_explainer(capsys):
-    _code, result = run({'fail_on_unhealthy': False}, FakeClient('broken'), capsys)
+def test_pending_claims_carry_the_explainer():
+    _code, result = run({'fail_on_unhealthy': False}, FakeClient('broken'))
     pending = dict(((p['namespace'], p['name']), p) for p in result['problems'] if p['type'] == 'claim_pending')
     assert len(pending) == 4
     # Every pending problem keeps the scheduler's text and adds the explainer's code and sentence.

@@ -5,22 +5,16 @@
 
 from __future__ import annotations
 
-import json
-
-import pytest
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.dralab.workshop.plugins.modules import lab_preflight
+
+from module_runner import run_module
 
 GROUPS = {'all': ['cp1', 'node1'], 'control_plane': ['cp1'], 'workers': ['node1'], 'login': ['cp1']}
 
 
-def run(capsys, **args):
-    """Run the module's main() and return (exit code, result)."""
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as info:
-            lab_preflight.main()
-    return info.value.code, json.loads(capsys.readouterr().out)
+def run(**args):
+    """Run the module as Ansible runs it (its main() in a process of its own); return (exit code, result)."""
+    return run_module('lab_preflight', args)
 
 
 def test_every_lab_option_maps_to_a_dralab_variable():
@@ -34,24 +28,24 @@ def test_every_lab_option_maps_to_a_dralab_variable():
         'groups', 'hosts', 'host_settings', 'node_addresses', 'role_versions'}
 
 
-def test_host_settings_are_resolved_and_returned(capsys):
-    code, result = run(capsys, groups=GROUPS, hosts=GROUPS['all'],
+def test_host_settings_are_resolved_and_returned():
+    code, result = run(groups=GROUPS, hosts=GROUPS['all'],
                        host_settings={'localhost': {'dralab_seats': 2}, 'cp1': {'dralab_seats': 2}})
     assert code == 0
     assert result['settings'] == {'dralab_seats': 2}
     assert result['seat_names'] == ['user01', 'user02']
 
 
-def test_host_settings_that_differ_fail(capsys):
-    code, result = run(capsys, groups=GROUPS, hosts=GROUPS['all'],
+def test_host_settings_that_differ_fail():
+    code, result = run(groups=GROUPS, hosts=GROUPS['all'],
                        host_settings={'localhost': {}, 'cp1': {'dralab_seats': 2}})
     assert code == 1
     assert result['errors'] == ['dralab_seats: differs between the hosts of the lab: 2 on cp1; 72 on localhost; '
                                 'set it once for the whole lab (group_vars/all.yml, or -e)']
 
 
-def test_good_config_succeeds_unchanged(capsys):
-    code, result = run(capsys, groups=GROUPS, hosts=GROUPS['all'], seats=3, feature_gates=['DRADeviceTaints'])
+def test_good_config_succeeds_unchanged():
+    code, result = run(groups=GROUPS, hosts=GROUPS['all'], seats=3, feature_gates=['DRADeviceTaints'])
     assert code == 0
     assert result['changed'] is False
     assert result['errors'] == []
@@ -59,13 +53,13 @@ def test_good_config_succeeds_unchanged(capsys):
     assert result['feature_gates'] == {'DRADeviceTaints': True}
 
 
-def test_check_mode_behaves_the_same(capsys):
-    code, result = run(capsys, groups=GROUPS, _ansible_check_mode=True, seats=2)
+def test_check_mode_behaves_the_same():
+    code, result = run(groups=GROUPS, _ansible_check_mode=True, seats=2)
     assert code == 0 and result['changed'] is False and result['seat_names'] == ['user01', 'user02']
 
 
-def test_all_errors_are_listed(capsys):
-    code, result = run(capsys, groups={'all': ['node1']}, hosts=['node1'], seats=-1, devices_per_node=200,
+def test_all_errors_are_listed():
+    code, result = run(groups={'all': ['node1']}, hosts=['node1'], seats=-1, devices_per_node=200,
                        feature_gates=['FooBar'], login_hosts=['login9'])
     assert code == 1
     assert result['failed'] is True
@@ -77,11 +71,9 @@ def test_all_errors_are_listed(capsys):
         assert error in result['msg']
 
 
-def test_warnings_are_emitted(capsys, monkeypatch):
-    emitted = []
-    monkeypatch.setattr(lab_preflight.AnsibleModule, 'warn', lambda self, warning: emitted.append(warning))
-    code, result = run(capsys, groups=GROUPS, login_hosts=[])
+def test_warnings_are_emitted():
+    code, result = run(groups=GROUPS, login_hosts=[])
     assert code == 0
     assert len(result['lab_warnings']) == 1
     assert result['lab_warnings'][0].startswith('dralab_login_hosts: no login hosts')
-    assert emitted == result['lab_warnings']
+    assert result['warnings'] == result['lab_warnings']  # each one also warned, as Ansible shows it

@@ -1,53 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""seat_objects, seat_tokens, seat_cleanup and device_class_menu as modules: real AnsibleModule, fake API."""
+"""seat_objects, seat_tokens, seat_cleanup and device_class_menu run as Ansible runs them (module_runner.py), fake API."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
 import yaml
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
-
-from ansible_collections.dralab.workshop.plugins.modules import device_class_menu, seat_cleanup, seat_objects, seat_tokens
-
-from seat_fakes import NOW, FakeTokenApi, lab
-
-
-@pytest.fixture(autouse=True)
-def module_side(monkeypatch):
-    """Module warnings go into the result only outside the controller (other tests load controller code)."""
-    from ansible.module_utils import _internal
-    from ansible.module_utils.common import warnings
-    monkeypatch.setattr(_internal, 'is_controller', False)
-    warnings._global_warnings.clear()
-
-
-def run(mod, args, capsys, *extra, check_mode=False, diff=False):
-    args = dict(args)
-    if check_mode:
-        args['_ansible_check_mode'] = True
-    if diff:
-        args['_ansible_diff'] = True
-    with patch_module_args(args):
-        module = AnsibleModule(argument_spec=mod.argspec(), supports_check_mode=True)
-        with pytest.raises(SystemExit) as exc:
-            mod.run(module, *extra)
-    result = json.loads(capsys.readouterr().out)
-    result['warnings'] = [w['event']['msg'] if isinstance(w, dict) else w for w in result.get('warnings', [])]
-    return exc.value.code, result
+from module_runner import run_module
+from seat_fakes import NOW, FakeTokenApi, lab, no_sleep
 
 
 SEATS = ['user%02d' % n for n in range(1, 73)]
 
 
-def test_seat_objects_for_72_seats(capsys):
-    code, result = run(seat_objects, {'seats': SEATS, 'device_classes': ['gpu.example.com', 'gpu-40gi.example.com'],
-                                      'existing_namespaces': []}, capsys)
+def test_seat_objects_for_72_seats():
+    code, result = run_module('seat_objects', {'seats': SEATS,
+                                               'device_classes': ['gpu.example.com', 'gpu-40gi.example.com'],
+                                               'existing_namespaces': []})
     assert code == 0 and result['changed'] is False
     assert result['counts'] == {'Namespace': 72, 'ServiceAccount': 72, 'Secret': 72, 'RoleBinding': 72,
                                 'ResourceQuota': 72, 'LimitRange': 72, 'ClusterRole': 1, 'ClusterRoleBinding': 1,
@@ -63,15 +35,15 @@ def test_seat_objects_for_72_seats(capsys):
     assert result['admin_access_patches'] == [] and result['stale_namespaces'] == []
 
 
-def test_seat_objects_refuses_foreign_namespaces_and_fixes_admin_access(capsys):
+def test_seat_objects_refuses_foreign_namespaces_and_fixes_admin_access():
     ours = {'app.kubernetes.io/managed-by': 'dralab.workshop', 'dralab.workshop/seat': 'user02',
             'resource.kubernetes.io/admin-access': 'true'}
     existing = [{'metadata': {'name': 'user01', 'labels': {}}}]
-    code, result = run(seat_objects, {'seats': ['user01', 'user02'], 'existing_namespaces': existing}, capsys)
+    code, result = run_module('seat_objects', {'seats': ['user01', 'user02'], 'existing_namespaces': existing})
     assert code == 1
     assert result['msg'].startswith('Namespace(s) user01 exist but were not created by dralab.workshop')
-    code, result = run(seat_objects, {'seats': ['user02'], 'existing_namespaces': [{'metadata': {'name': 'user02', 'labels': ours}}]},
-                       capsys)
+    code, result = run_module('seat_objects', {'seats': ['user02'],
+                                               'existing_namespaces': [{'metadata': {'name': 'user02', 'labels': ours}}]})
     assert code == 0
     assert result['admin_access_patches'] == [{'apiVersion': 'v1', 'kind': 'Namespace',
                                                'metadata': {'name': 'user02',
@@ -79,19 +51,19 @@ def test_seat_objects_refuses_foreign_namespaces_and_fixes_admin_access(capsys):
     assert any('resource.kubernetes.io/admin-access' in w for w in result['warnings'])
 
 
-def test_seat_objects_bad_input_fails_clearly(capsys):
-    code, result = run(seat_objects, {'seats': ['user01'], 'devices_per_class': {'x.example.com': 1}}, capsys)
+def test_seat_objects_bad_input_fails_clearly():
+    code, result = run_module('seat_objects', {'seats': ['user01'], 'devices_per_class': {'x.example.com': 1}})
     assert code == 1
     assert result['msg'].startswith('Cannot build the seat objects: devices_per_class names DeviceClasses')
 
 
-def test_device_class_menu_module(capsys):
+def test_device_class_menu_module():
     menu = [{'name': 'gpu-40gi.example.com', 'selectors': ["device.driver == 'gpu.example.com'"]}]
-    code, result = run(device_class_menu, {'menu': menu}, capsys)
+    code, result = run_module('device_class_menu', {'menu': menu})
     assert code == 0 and result['changed'] is False
     assert result['apply'][0]['metadata']['labels'] == {'app.kubernetes.io/managed-by': 'dralab.workshop'}
-    code, result = run(device_class_menu, {'menu': [{'name': 'a', 'selectors': ['']}],
-                                           'variable_name': 'device_classes_menu'}, capsys)
+    code, result = run_module('device_class_menu', {'menu': [{'name': 'a', 'selectors': ['']}],
+                                                    'variable_name': 'device_classes_menu'})
     assert code == 1
     assert result['msg'] == ('1 problem(s) in device_classes_menu: device_classes_menu[0] (a).selectors[0] is an '
                              'empty CEL expression')
@@ -108,11 +80,11 @@ def admin_kubeconfig(tmp_path):
     return str(path)
 
 
-def test_seat_tokens_module_issues_then_reuses(tmp_path, capsys):
+def test_seat_tokens_module_issues_then_reuses(tmp_path):
     api = FakeTokenApi(['user01', 'user02'])
     args = {'kubeconfig': admin_kubeconfig(tmp_path), 'seats': ['user01', 'user02'],
             'kubeconfig_dir': str(tmp_path / 'seats'), 'api_server': 'https://lab.example.com:6443'}
-    code, result = run(seat_tokens, args, capsys, api, NOW, diff=True)
+    code, result = run_module('seat_tokens', args, api, NOW, diff=True)
     assert code == 0 and result['changed'] is True
     assert result['issued'] == ['user01', 'user02']
     assert result['api_server'] == 'https://lab.example.com:6443' and result['ca_data'] == 'Q0E='
@@ -120,25 +92,25 @@ def test_seat_tokens_module_issues_then_reuses(tmp_path, capsys):
     assert result['tokens']['user01'] not in json.dumps(result['diff'])
     written = yaml.safe_load((tmp_path / 'seats' / 'user01.kubeconfig').read_text())
     assert written['clusters'][0]['cluster']['server'] == 'https://lab.example.com:6443'
-    code, result = run(seat_tokens, args, capsys, api, NOW + 120, diff=True)
+    code, result = run_module('seat_tokens', args, api, NOW + 120, diff=True)
     assert code == 0 and result['changed'] is False and 'diff' not in result
 
 
-def test_seat_tokens_module_reports_api_errors(tmp_path, capsys):
+def test_seat_tokens_module_reports_api_errors(tmp_path):
     api = FakeTokenApi([])
     args = {'kubeconfig': admin_kubeconfig(tmp_path), 'seats': ['user01'], 'kubeconfig_dir': str(tmp_path / 'seats')}
-    code, result = run(seat_tokens, args, capsys, api, NOW)
+    code, result = run_module('seat_tokens', args, api, NOW)
     assert code == 1
     assert result['msg'].startswith('Cannot issue the seat tokens: Secret user01/dralab-seat-token does not exist')
 
 
-def test_seat_cleanup_module_diff_and_check_mode(capsys):
+def test_seat_cleanup_module_diff_and_check_mode():
     api = lab()
-    code, result = run(seat_cleanup, {}, capsys, api, check_mode=True, diff=True)
+    code, result = run_module('seat_cleanup', {}, api, check_mode=True, diff=True)
     assert code == 0 and result['changed'] is True and result['deleted_count'] == 7
     assert 'pods user02/solo' in result['diff']['before']
     assert not [c for c in api.calls if c[0] == 'DELETE']
-    code, result = run(seat_cleanup, {'wait': False}, capsys, api)
+    code, result = run_module('seat_cleanup', {'wait': False}, api)
     assert code == 0 and result['deleted_count'] == 7
-    code, result = run(seat_cleanup, {'kinds': ['pods', 'resourceclaims']}, capsys, api, lambda s: None)
+    code, result = run_module('seat_cleanup', {'kinds': ['pods', 'resourceclaims']}, api, no_sleep)
     assert code == 0 and result['changed'] is False

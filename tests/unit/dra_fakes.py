@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A fake API client for dra_health: recorded DRA lists (tests/unit/fixtures/dra), paged like the API server."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / 'fixtures' / 'dra'
+
+
+class FakeClient:
+    """Serves recorded list objects by API path, the way KubeClient does (list_items and paged request)."""
+
+    def __init__(self, scenario, page_size=None, fail=None):
+        self.lists = json.loads((FIXTURES / ('%s.json' % scenario)).read_text())
+        self.page_size = page_size
+        self.fail = fail or {}
+        self.calls = []
+
+    def list_items(self, path, query=None):
+        if query:
+            # A query is answered page by page through request(), by the collection's one paging loop.
+            return list_pages(self, path, query)
+        self.calls.append(('list_items', path, None))
+        if path in self.fail:
+            raise self.fail[path]
+        return list(self.lists[path]['items'])
+
+    def request(self, method, path, body=None, query=None):
+        self.calls.append((method, path, dict(query or {})))
+        if path in self.fail:
+            raise self.fail[path]
+        assert method == 'GET' and body is None
+        items = self.lists[path]['items']
+        selector = (query or {}).get('fieldSelector')
+        if selector:
+            field, value = selector.split('=', 1)
+            assert field == 'reason'
+            items = [i for i in items if i.get(field) == value]
+        start = int((query or {}).get('continue') or 0)
+        size = self.page_size or int((query or {}).get('limit') or len(items) or 1)
+        page = items[start:start + size]
+        meta = {'resourceVersion': '1'}
+        if start + size < len(items):
+            meta['continue'] = str(start + size)
+        return {'apiVersion': 'v1', 'kind': 'EventList', 'metadata': meta, 'items': page}
