@@ -243,3 +243,17 @@ def lab_changes(before: dict, after: dict) -> list[str]:
     if after["devices"] != before["devices"]:
         changes.append(f"published devices per node: {before['devices']} before, {after['devices']} after")
     return changes
+
+
+def remove_board_identity(api, name: str = "dralab-board", namespace: str = "dralab-system"):
+    """Delete what playbooks/board.yml makes in the cluster (its read-only identity), missing ones ignored."""
+    rbac, core = client.RbacAuthorizationV1Api(api), client.CoreV1Api(api)
+    for delete, args in ((rbac.delete_cluster_role_binding, (f"{name}-read",)),
+                         (rbac.delete_cluster_role, (f"{name}-read",)),
+                         (core.delete_namespaced_secret, (f"{name}-token", namespace)),
+                         (core.delete_namespaced_service_account, (name, namespace))):
+        try:
+            delete(*args)
+        except client.ApiException as exc:
+            if exc.status != 404:
+                raise

@@ -37,7 +37,7 @@ from kubernetes import client
 
 from can_has_gpu_runner import Service, Tool
 from k8s_helpers import (api_from_kubeconfig, claim_body, clear_namespaces, expect_api_error, pod_body,
-                         resource_api, wait_for)
+                         remove_board_identity, resource_api, wait_for)
 
 SEATS = ["user66", "user67", "user68"]  # no other module uses them
 PEOPLE = {"user66": "Ada Lovelace", "user67": "Grace Hopper"}
@@ -185,16 +185,7 @@ def board_lab(control_plane, workshop):
     run = workshop.converge("playbooks/board.yml")
     yield workshop, run
     clear_namespaces(api, SEATS)
-    rbac, core = client.RbacAuthorizationV1Api(api), client.CoreV1Api(api)
-    for delete, args in ((rbac.delete_cluster_role_binding, (f"{BOARD}-read",)),
-                         (rbac.delete_cluster_role, (f"{BOARD}-read",)),
-                         (core.delete_namespaced_secret, (f"{BOARD}-token", NAMESPACE)),
-                         (core.delete_namespaced_service_account, (BOARD, NAMESPACE))):
-        try:
-            delete(*args)
-        except client.ApiException as exc:
-            if exc.status != 404:
-                raise
+    remove_board_identity(api, BOARD, NAMESPACE)
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,18 @@ from __future__ import annotations
 
 import pytest
 
+from k8s_helpers import remove_board_identity
+
 PLAYBOOKS = ("playbooks/driver.yml", "playbooks/users.yml", "playbooks/board.yml", "playbooks/reset.yml",
              "playbooks/health.yml")
 EXTRA_VARS = {"playbooks/reset.yml": {"lab_reset_rotate_credentials": False}}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def board_identity_removed(control_plane):
+    """board.yml makes the board's identity: removed again, so the module leaves the lab as it found it."""
+    yield
+    remove_board_identity(control_plane.api_client)
 
 
 @pytest.mark.parametrize("playbook", PLAYBOOKS, ids=lambda p: p.split("/")[-1])
