@@ -154,6 +154,14 @@ def _tolerated(taint, tolerations):
     return False
 
 
+# What the DefaultTolerationSeconds admission plugin adds to every pod that has none of its own: a claim
+# whose pod does not exist yet is judged as that pod will be created.
+DEFAULT_TOLERATIONS = (
+    {'key': 'node.kubernetes.io/not-ready', 'operator': 'Exists', 'effect': 'NoExecute', 'tolerationSeconds': 300},
+    {'key': 'node.kubernetes.io/unreachable', 'operator': 'Exists', 'effect': 'NoExecute', 'tolerationSeconds': 300},
+)
+
+
 def node_blocker(node, pod=None):
     """Why a pod cannot run on a node (a short phrase), or None if it can."""
     cond = next((c for c in (node.get('status') or {}).get('conditions') or [] if c.get('type') == 'Ready'), None)
@@ -162,7 +170,7 @@ def node_blocker(node, pod=None):
     spec = node.get('spec') or {}
     if spec.get('unschedulable'):
         return 'cordoned (unschedulable)'
-    tolerations = ((pod or {}).get('spec') or {}).get('tolerations') or []
+    tolerations = DEFAULT_TOLERATIONS if pod is None else (pod.get('spec') or {}).get('tolerations') or []
     for taint in spec.get('taints') or []:
         if taint.get('effect') in ('NoSchedule', 'NoExecute') and not _tolerated(taint, tolerations):
             value = '=' + taint['value'] if taint.get('value') else ''

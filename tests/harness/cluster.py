@@ -412,6 +412,9 @@ class Cluster:
                 f"--cluster-signing-cert-file={p('ca', 'crt')}",
                 f"--cluster-signing-key-file={p('ca', 'key')}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
+                # One kwok process renews every fake node's lease; on a loaded machine a renewal can come
+                # later than the default 50 s and the node flaps to unreachable, which no test is about.
+                "--node-monitor-grace-period=3m",
             ]),
             ("kube-scheduler", ports["scheduler"], []),
         ):

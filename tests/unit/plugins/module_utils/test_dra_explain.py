@@ -281,6 +281,23 @@ def test_cordoned_node_and_taint(lab):
     assert (answer['allocatable'], answer['node']) == (True, 'node2')
 
 
+def test_a_pod_not_created_yet_gets_the_default_tolerations(lab):
+    """A node still carrying unreachable:NoExecute after it came back: the API server gives every new pod
+    300 s of toleration for it (DefaultTolerationSeconds), so the scheduler may use that node; a pod that
+    exists without those tolerations may not."""
+    nodes = copy.deepcopy(lab['nodes'])
+    for node in nodes[:2]:
+        node['spec']['unschedulable'] = True
+    nodes[2]['spec']['taints'] = [{'key': 'node.kubernetes.io/unreachable', 'effect': 'NoExecute'}]
+    answer = explain(lab, claim('any'), nodes=nodes)
+    assert (answer['allocatable'], answer['node']) == (True, nodes[2]['metadata']['name'])
+    bare = {'metadata': {'name': 'p', 'namespace': 'user05'},
+            'spec': {'resourceClaims': [{'name': 'gpu', 'resourceClaimName': 'any'}], 'tolerations': []}, 'status': {}}
+    answer = explain(lab, claim('any'), nodes=nodes, pods=[bare])
+    assert answer['reason'] == 'nodes_not_ready'
+    assert 'tainted node.kubernetes.io/unreachable:NoExecute' in answer['sentence']
+
+
 def test_quota_of_a_claim_not_created_yet(lab):
     draft = claim('another', namespace='user04', uid=False)
     answer = explain(lab, draft)
