@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: lab-tools mirror test-mirror lab lab-down test-lab test-lab-board harness cluster-up cluster-down test-integration
+.PHONY: bench lab-tools mirror test-mirror lab lab-down test-lab test-lab-board harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test build clean
 
 help: ## List the targets.
@@ -94,6 +94,11 @@ cluster-down: setup ## Stop the control plane started by cluster-up and remove i
 INTEGRATION_ARGS ?=
 test-integration: harness ## Integration tests against a real control plane (pytest starts and stops it).
 	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS) tests/integration
+
+# BENCH_ARGS: e.g. --only users,reset or --naive-seats 12 (benchmarks/bench.py); BENCH_OUT: the table's file.
+BENCH_ARGS ?=
+bench: harness ## Benchmarks of issue 10 against a fresh control plane, each with its baseline; prints a table last.
+	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) benchmarks/bench.py $(BENCH_ARGS)
 
 # --- lab tier: the offline mirror, podman "VMs", site.yml end to end
 # gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 try:
     import yaml
@@ -118,10 +119,13 @@ class KubeClient:
         configuration.verify_ssl = params.get('validate_certs', True)
         return cls(k8s_client.ApiClient(configuration))
 
-    def request(self, method, path, body=None, query=None):
-        """Call the API; return the JSON body as a dict (None for an empty body)."""
+    def request(self, method, path, body=None, query=None, content_type=None):
+        """Call the API; return the JSON body as a dict (None for an empty body).
+
+        content_type: of a body given as a string (server-side apply), else JSON.
+        """
         try:
-            data = self._call(method, path, body, list((query or {}).items()))
+            data = self._call(method, path, body, list((query or {}).items()), content_type)
         except ApiException as exc:
             raise K8sError(_api_message(exc, method, path), status=getattr(exc, 'status', None),
                            body=getattr(exc, 'body', None))
@@ -130,9 +134,9 @@ class KubeClient:
                            'and that the API server is running.' % (self.api_client.configuration.host, method, path, exc))
         return json.loads(data) if data else None
 
-    def _call(self, method, path, body, query):
+    def _call(self, method, path, body, query, content_type=None):
         """Raw response bytes; raises ApiException on a non-2xx status."""
-        headers = {'Accept': 'application/json', 'Content-Type': 'application/json'}
+        headers = {'Accept': 'application/json', 'Content-Type': content_type or 'application/json'}
         if hasattr(self.api_client, 'param_serialize'):
             # kubernetes >= 35 (new OpenAPI generator): serialize, then call.
             serialized = self.api_client.param_serialize(method, path, query_params=query, header_params=headers,
@@ -225,6 +229,20 @@ def _watch_event(line, path):
 
 
 PAGE_SIZE = 500
+# Requests one module sends at a time (each its own connection of the client's pool, which holds 10 or more).
+WORKERS = 8
+
+
+def parallel_map(fn, items, workers=WORKERS):
+    """[fn(item) for item in items], up to workers calls at a time in threads (the API answers them in parallel).
+
+    The results keep the order of items; the first exception raised by a call is raised here.
+    """
+    items = list(items)
+    if len(items) <= 1 or workers <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 def list_pages(client, path, query=None):

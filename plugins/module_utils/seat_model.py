@@ -35,6 +35,8 @@ ADMIN_ACCESS_LABEL = 'resource.kubernetes.io/admin-access'
 POD_SECURITY_LABEL = 'pod-security.kubernetes.io/enforce'
 POD_SECURITY_LEVELS = ('privileged', 'baseline', 'restricted')
 
+# Label selector of every object this collection created.
+MANAGED_SELECTOR = '%s=%s' % (MANAGED_BY_LABEL, MANAGED_BY)
 # Label selector of every seat namespace this collection created.
 SEAT_NAMESPACE_SELECTOR = '%s=%s,%s' % (MANAGED_BY_LABEL, MANAGED_BY, SEAT_LABEL)
 

@@ -29,6 +29,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import 
     kubeconfig_context,
     load_kubeconfig_text,
     named_entry,
+    parallel_map,
     read_ca_file,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import TOKEN_SECRET_NAME
@@ -230,8 +231,8 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
     now = time.time() if now is None else now
     if not check_mode and not os.path.isdir(kubeconfig_dir):
         os.makedirs(kubeconfig_dir, 0o700)
-    result = {'seats': [], 'issued': [], 'written': [], 'tokens': {}, 'changed': False}
-    for seat in seats:
+    def one(seat):
+        """(entry, token) of one seat; token None when none is known (check mode)."""
         namespace = account = seat
         path = os.path.join(kubeconfig_dir, '%s.kubeconfig' % seat)
         stored_text = read_text(path)
@@ -244,11 +245,7 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
             if not check_mode:
                 raise K8sError('%s does not exist: apply the seat objects (workshop_users kubernetes tasks) first.' % missing)
             entry.update(issued=True, written=True, reason='%s does not exist yet' % missing, expires=None)
-            result['seats'].append(entry)
-            result['issued'].append(seat)
-            result['written'].append(seat)
-            result['changed'] = True
-            continue
+            return entry, None
         secret_uid = (secret.get('metadata') or {}).get('uid')
         sa_uid = (sa.get('metadata') or {}).get('uid')
         reuse, reason, expires = token_decision(stored, now, namespace, account, sa_uid, secret_name, secret_uid,
@@ -256,8 +253,6 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
         token = stored if reuse else None
         if not reuse:
             entry['issued'] = True
-            result['issued'].append(seat)
-            result['changed'] = True
             if not check_mode:
                 response = client.request(
                     'POST', '/api/v1/namespaces/%s/serviceaccounts/%s/token' % (namespace, account),
@@ -272,7 +267,6 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
         entry['reason'] = reason
         entry['expires'] = format_time(expires) if isinstance(expires, (int, float)) else None
         if token is not None:
-            result['tokens'][seat] = token
             content = render_kubeconfig(seat, namespace, server, token, ca_data, insecure, cluster_name)
             if check_mode:
                 entry['written'] = not file_state(path, content)
@@ -280,8 +274,17 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
                 entry['written'] = write_if_changed(path, content)
         else:
             entry['written'] = True
-        if entry['written']:
-            result['written'].append(seat)
-            result['changed'] = True
+        return entry, token
+
+    result = {'seats': [], 'issued': [], 'written': [], 'tokens': {}, 'changed': False}
+    # The seats are independent: their reads and TokenRequests go out in parallel (results in seat order).
+    for entry, token in parallel_map(one, seats):
+        seat = entry['name']
+        if token is not None:
+            result['tokens'][seat] = token
+        for key in ('issued', 'written'):
+            if entry[key]:
+                result[key].append(seat)
+                result['changed'] = True
         result['seats'].append(entry)
     return result

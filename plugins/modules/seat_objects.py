@@ -8,11 +8,17 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: seat_objects
-short_description: Build the Kubernetes objects of workshop seats
+short_description: Build, and optionally apply, the Kubernetes objects of workshop seats
 version_added: 0.1.0
 description:
-  - Builds, without talking to the cluster, the list of Kubernetes objects that make up the workshop seats, ready to
-    be applied in one M(kubernetes.core.k8s) task.
+  - Builds the list of Kubernetes objects that make up the workshop seats. Without O(apply) it does not talk to the
+    cluster and returns them (RV(objects)), ready to be applied in one M(kubernetes.core.k8s) task.
+  - With O(apply), it reads the cluster's Namespaces (and, with O(cluster_device_classes), its DeviceClasses), runs
+    the checks of O(existing_namespaces) on them, then reads each kind of seat object once (by the managed-by
+    label) and writes, by server-side apply (field manager C(dralab.workshop)), only the objects that are missing
+    or differ, in parallel; admission policies first, then Namespaces and the other cluster-wide objects, then the
+    namespaced ones. It also removes the DRA admin access label from seat Namespaces. It reports a change only when
+    the API server stored one.
   - Per seat C(NAME) (see O(seats)), a Namespace C(NAME), a ServiceAccount C(NAME), a RoleBinding C(dralab-seat-edit)
     of that account to the ClusterRole O(edit_cluster_role), a ResourceQuota C(dralab-seat-quota), a LimitRange
     C(dralab-seat-limits) with container defaults, and an empty Opaque Secret C(dralab-seat-token) that the seat's
@@ -125,20 +131,32 @@ options:
   existing_namespaces:
     description:
       - The Namespace objects of the cluster (for example the C(resources) of M(kubernetes.core.k8s_info)).
-      - When null, no check against the cluster is made.
+      - When null, no check against the cluster is made, unless O(apply) is set (the module reads them then).
     type: list
     elements: dict
+  apply:
+    description:
+      - Apply the objects to the cluster (see the description) instead of returning them.
+    type: bool
+    default: false
+  cluster_device_classes:
+    description:
+      - With O(apply), the ResourceQuota also caps every DeviceClass the cluster has, besides O(device_classes).
+    type: bool
+    default: false
 extends_documentation_fragment:
+  - dralab.workshop.k8s_auth
   - dralab.workshop.attributes
 attributes:
   check_mode:
     support: full
     details:
-      - The module only computes objects; it never changes anything.
+      - Without O(apply), the module only computes objects. With O(apply), the writes are server-side dry runs and
+        report what would change.
   diff_mode:
     support: none
 notes:
-  - The module does not contact the API server; run it on the controller.
+  - Run it on the controller. The authentication options are used with O(apply) only.
 seealso:
   - module: dralab.workshop.seat_tokens
   - module: kubernetes.core.k8s
@@ -163,14 +181,43 @@ EXAMPLES = r"""
     kubeconfig: ~/.dralab/admin.conf
     apply: true
     definition: "{{ seat_objects.objects }}"
+
+- name: Or build and apply them in one go, writing only what differs
+  dralab.workshop.seat_objects:
+    kubeconfig: ~/.dralab/admin.conf
+    seats: "{{ 72 | dralab.workshop.seat_names }}"
+    device_classes: [gpu.example.com]
+    cluster_device_classes: true
+    apply: true
 """
 
 RETURN = r"""
 objects:
   description: The objects to apply, admission policies and Namespaces first.
-  returned: success
+  returned: when O(apply=false)
   type: list
   elements: dict
+created:
+  description: The objects created (C(Kind namespace/name) or C(Kind name)); in check mode, those that would be.
+  returned: when O(apply=true)
+  type: list
+  elements: str
+  sample: [Namespace user01, ServiceAccount user01/user01]
+updated:
+  description: The objects changed; in check mode, those that would be.
+  returned: when O(apply=true)
+  type: list
+  elements: str
+unchanged:
+  description: How many objects were already as wanted.
+  returned: when O(apply=true)
+  type: int
+  sample: 362
+requests:
+  description: Read and write requests sent to apply the objects (one read per kind, one write per object that differs).
+  returned: when O(apply=true)
+  type: int
+  sample: 11
 counts:
   description: Number of objects per kind.
   returned: success
@@ -200,13 +247,19 @@ stale_namespaces:
   elements: str
 """
 
+import json
+
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_model, seat_policies
+from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply, seat_model, seat_policies
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, KubeClient, auth_argspec
+
+DEVICE_CLASSES_PATH = '/apis/resource.k8s.io/v1/deviceclasses'
 
 
 def argspec():
-    return dict(
+    spec = auth_argspec()
+    spec.update(
         seats=dict(type='list', elements='str', required=True),
         device_classes=dict(type='list', elements='str', default=[]),
         devices_per_seat=dict(type='int', default=1),
@@ -223,14 +276,28 @@ def argspec():
         reader_cluster_role=dict(type='str', default=seat_model.DEFAULT_READER_NAME),
         reader_extra_rules=dict(type='list', elements='dict', default=[]),
         existing_namespaces=dict(type='list', elements='dict'),
+        apply=dict(type='bool', default=False),
+        cluster_device_classes=dict(type='bool', default=False),
     )
+    return spec
 
 
-def run(module):
+def run(module, client=None):
+    """Build the objects; with apply, read the cluster through client (a KubeClient) and apply them."""
     params = module.params
+    device_classes = list(params['device_classes'])
+    namespaces = params['existing_namespaces']
+    try:
+        if params['apply']:
+            if params['cluster_device_classes']:
+                device_classes += [item['metadata']['name'] for item in client.list_items(DEVICE_CLASSES_PATH)]
+            if namespaces is None:
+                namespaces = client.list_items(k8s_apply.list_path('v1', 'Namespace'))
+    except K8sError as exc:
+        module.fail_json(msg='Cannot read the cluster: %s' % exc)
     try:
         objects = seat_policies.seat_policies() + seat_model.build_seat_objects(
-            params['seats'], params['device_classes'], devices_per_seat=params['devices_per_seat'],
+            params['seats'], device_classes, devices_per_seat=params['devices_per_seat'],
             devices_per_class=params['devices_per_class'], gpus_per_seat=params['gpus_per_seat'],
             quota_extra=params['quota_extra'], pod_security=params['pod_security'],
             edit_cluster_role=params['edit_cluster_role'], reader_name=params['reader_cluster_role'],
@@ -241,8 +308,8 @@ def run(module):
     except ValueError as exc:
         module.fail_json(msg='Cannot build the seat objects: %s.' % exc)
     findings = {'foreign': [], 'admin_access': [], 'stale': []}
-    if params['existing_namespaces'] is not None:
-        findings = seat_model.namespace_findings(params['seats'], params['existing_namespaces'])
+    if namespaces is not None:
+        findings = seat_model.namespace_findings(params['seats'], namespaces)
     if findings['foreign']:
         module.fail_json(
             msg='Namespace(s) %s exist but were not created by dralab.workshop (no label %s=%s): the seats would '
@@ -267,14 +334,34 @@ def run(module):
     patches = [{'apiVersion': 'v1', 'kind': 'Namespace',
                 'metadata': {'name': name, 'labels': {seat_model.ADMIN_ACCESS_LABEL: None}}}
                for name in findings['admin_access']]
-    module.exit_json(changed=False, objects=objects, counts=counts, quota=quota,
-                     admin_access_namespaces=findings['admin_access'], admin_access_patches=patches,
-                     stale_namespaces=findings['stale'])
+    result = dict(counts=counts, quota=quota, admin_access_namespaces=findings['admin_access'],
+                  admin_access_patches=patches, stale_namespaces=findings['stale'])
+    if not params['apply']:
+        module.exit_json(changed=False, objects=objects, **result)
+    try:
+        applier = k8s_apply.Applier(client)
+        known = {('v1', 'Namespace'): dict((('', ns['metadata']['name']), ns) for ns in namespaces)}
+        applied = applier.apply(objects, seat_model.MANAGED_SELECTOR, check_mode=module.check_mode, known=known)
+        for patch in patches:
+            if not module.check_mode:
+                client.request('PATCH', k8s_apply.object_path(patch), body=json.dumps(patch),
+                               content_type='application/merge-patch+json')
+            applied['updated'].append(k8s_apply.describe(patch))
+    except (K8sError, ValueError) as exc:
+        module.fail_json(msg='Cannot apply the seat objects: %s' % exc, **result)
+    applied['requests'] = applier.requests + len(patches) + (2 if params['cluster_device_classes'] else 1)
+    module.exit_json(changed=bool(applied['created'] or applied['updated']), **dict(result, **applied))
 
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    run(module)
+    client = None
+    if module.params['apply']:
+        try:
+            client = KubeClient.from_params(module.params)
+        except K8sError as exc:
+            module.fail_json(msg=str(exc))
+    run(module, client)
 
 
 if __name__ == '__main__':

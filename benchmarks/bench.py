@@ -1,0 +1,400 @@
+"""make bench: the workshop-scale benchmarks of issue 10, each against its baseline in the same run.
+
+One real control plane from the integration harness (tests/harness/cluster.py: kube-apiserver, etcd,
+kube-scheduler, kube-controller-manager 1.35.4, kwok nodes, the dra-example-driver kubelet plugin on 3
+nodes) serves every benchmark, in this order:
+
+  users    playbooks/users.yml with 72 seats: cold, rerun (nothing to change), --check; baseline: the
+           same seat objects applied one kubernetes.core.k8s task run per object (benchmarks/playbooks/
+           naive_users.yml) for BENCH_NAIVE_SEATS seats (default 72; fewer are scaled up per object and
+           the table says so).
+  reset    playbooks/reset.yml with every seat holding a claim and a pod, then on the clean lab;
+           baseline: one `kubectl delete pods,resourceclaims --all -n SEAT` per seat, then the wait
+           until no seat claim holds a GPU.
+  scale    100 more kwok nodes whose ResourceSlices are copies of the plugin's (8 devices each): 300
+           seats provisioned (users.yml), checked (health.yml), made busy and reset (reset.yml).
+  health   10,000 ResourceClaims and pods (824 allocated and running, the rest pending) on the 103
+           nodes: health.yml and the module alone (ansible -m dralab.workshop.dra_health); baseline:
+           a raw listing of the same kinds (benchmarks/list_raw.py), time and peak RSS.
+  site     site.yml rerun on the podman lab: only with BENCH_SITE=1 and a lab that answers.
+
+The table of figures and ratios comes last and goes to BENCH_OUT (default
+$DRALAB_CACHE/bench/bench-<time>.txt). Figures are printed, never asserted.
+
+Usage: python benchmarks/bench.py [--only users,reset,scale,health]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import copy
+import datetime
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "collections"))
+
+from k8s_helpers import DRIVER, claim_body, core_api, pod_body, resource_api, wait_for  # noqa: E402
+from playbook import Lab, parse_recap, seat_names  # noqa: E402
+
+import conftest  # noqa: E402  (tests/integration/conftest.py: the harness loader)
+
+harness = conftest.harness
+BENCH_DIR = Path(__file__).resolve().parent
+ANSIBLE_BIN = Path(sys.executable).parent
+CACHE = Path(os.environ.get("DRALAB_CACHE", Path.home() / ".cache" / "dralab"))
+WORKERS = 8
+LOAD_PREFIX = "bench-load-"
+UNSCHEDULED = "dralab-bench-unscheduled"  # a scheduler nobody runs: those pods stay pending, quietly
+LAB_API = ("10.89.42.11", 6443)  # inventories/local's control plane (tests/harness/nodes.py)
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Table:
+    def __init__(self):
+        self.rows: list[tuple[str, str, str, str, str]] = []
+
+    def add(self, what: str, figure: str, baseline: str = "", ratio: str = "", goal: str = "") -> None:
+        self.rows.append((what, figure, baseline, ratio, goal))
+        log(f"{what}: {figure}  {baseline}  {ratio}  {goal}")
+
+    def text(self) -> str:
+        head = ("benchmark", "figure", "baseline (same run)", "ratio", "goal")
+        widths = [max(len(r[i]) for r in [head, *self.rows]) for i in range(5)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *self.rows]]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+class Run:
+    """One timed child process: seconds, peak RSS (MiB, the process and its waited-for children), output."""
+
+    def __init__(self, cmd, env=None, log_path: Path | None = None):
+        started = time.monotonic()
+        proc = subprocess.Popen([str(c) for c in cmd], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        self.output = proc.stdout.read()
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = self.rc = os.waitstatus_to_exitcode(status)
+        self.seconds = time.monotonic() - started
+        self.rss_mib = usage.ru_maxrss / 1024.0
+        if log_path:
+            log_path.write_text(f"$ {' '.join(str(c) for c in cmd)}\n# rc {self.rc}, {self.seconds:.1f}s, "
+                                f"{self.rss_mib:.0f} MiB\n{self.output}")
+
+
+class BenchLab(Lab):
+    """The integration tier's Lab (inventory, environment) plus timing per task through bench_tasks."""
+
+    def play(self, playbook: str, *args: str, extra_vars: dict | None = None) -> dict:
+        tasks = self.dir / f"tasks-{len(self.runs):03d}.jsonl"
+        env = self.env()
+        env.update(ANSIBLE_CALLBACK_PLUGINS=str(BENCH_DIR / "callback_plugins"),
+                   ANSIBLE_CALLBACKS_ENABLED="bench_tasks", DRALAB_BENCH_TASKS=str(tasks))
+        cmd = [ANSIBLE_BIN / "ansible-playbook", "-i", self.inventory, playbook, *args]
+        if extra_vars:
+            vars_file = self.dir / f"extra-vars-{len(self.runs):03d}.json"
+            vars_file.write_text(json.dumps(extra_vars))
+            cmd += ["-e", f"@{vars_file}"]
+        name = f"{len(self.runs):03d}-{Path(playbook).stem}{'-check' if '--check' in args else ''}.log"
+        run = Run(cmd, env, self.logs / name)
+        self.runs.append(run)
+        recap = parse_recap(run.output).get("localhost", {})
+        lines = [json.loads(line) for line in tasks.read_text().splitlines()] if tasks.exists() else []
+        api_tasks = [t for t in lines if t["action"].startswith(("dralab.workshop.", "kubernetes.core."))]
+        result = {"seconds": run.seconds, "rss_mib": run.rss_mib, "rc": run.rc, "changed": recap.get("changed"),
+                  "failed": recap.get("failed"), "module_seconds": sum(t["seconds"] for t in api_tasks),
+                  "tasks": lines, "log": self.logs / name}
+        log(f"{playbook} {' '.join(args)}: rc {run.rc}, {run.seconds:.1f}s, changed={result['changed']}, "
+            f"API module tasks {result['module_seconds']:.1f}s ({self.logs / name})")
+        if run.rc != 0:
+            log("\n".join(run.output.splitlines()[-40:]))
+        return result
+
+
+def parallel(fn, items) -> list:
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+        return list(pool.map(fn, items))
+
+
+def create_ignoring_conflict(call, *args) -> None:
+    from kubernetes.client.rest import ApiException
+    try:
+        call(*args)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def allocated_claims(api, namespaces=None) -> int:
+    items = resource_api(api).list_resource_claim_for_all_namespaces().items
+    return sum(1 for c in items if c.status and c.status.allocation
+               and (namespaces is None or c.metadata.namespace in namespaces))
+
+
+def make_busy(api, seats: list[str], devices: int) -> None:
+    """One claim and one pod using it in every seat namespace; waits until the GPUs are taken."""
+    core, res = core_api(api), resource_api(api)
+
+    def one(seat):
+        create_ignoring_conflict(res.create_namespaced_resource_claim, seat, claim_body("bench-gpu"))
+        create_ignoring_conflict(core.create_namespaced_pod, seat, pod_body("bench-job", claim="bench-gpu"))
+    parallel(one, seats)
+    wanted = min(len(seats), devices)
+    wait_for(f"{wanted} seat claims allocated", lambda: allocated_claims(api, set(seats)) >= wanted, timeout=300)
+
+
+def delete_namespaces(api, names: list[str], timeout: float = 600) -> None:
+    from kubernetes.client.rest import ApiException
+    core = core_api(api)
+
+    def one(name):
+        try:
+            core.delete_namespace(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    parallel(one, names)
+    wanted = set(names)
+    wait_for("namespaces gone", lambda: not wanted & {n.metadata.name for n in core.list_namespace().items},
+             timeout=timeout, interval=2)
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+def bench_users(table: Table, lab: BenchLab, api, naive_seats: int) -> None:
+    cold = lab.play("playbooks/users.yml")
+    rerun = lab.play("playbooks/users.yml")
+    check = lab.play("playbooks/users.yml", "--check")
+    seats = lab.seats
+    table.add(f"users.yml cold, {seats} seats", f"{cold['seconds']:.1f} s (rc {cold['rc']})", "", "", "<= 15 s: "
+              + verdict(cold["rc"] == 0 and cold["seconds"] <= 15))
+    table.add(f"users.yml rerun, {seats} seats", f"{rerun['seconds']:.1f} s wall, {rerun['module_seconds']:.1f} s "
+              f"API modules, changed={rerun['changed']}", "", "",
+              "<= 10 s wall, <= 5 s modules, changed=0: " + verdict(
+                  rerun["seconds"] <= 10 and rerun["module_seconds"] <= 5 and rerun["changed"] == 0))
+    table.add(f"users.yml --check, {seats} seats", f"{check['seconds']:.1f} s, changed={check['changed']}", "", "",
+              "changed=0: " + verdict(check["changed"] == 0 and check["rc"] == 0))
+    names = seat_names(naive_seats, prefix="naive")
+    naive = lab.play(str(BENCH_DIR / "playbooks" / "naive_users.yml"),
+                     extra_vars={"naive_seats": names, "naive_reader": "dralab-bench-naive-reader"})
+    scaled = naive["seconds"] * seats / naive_seats
+    how = (f"naive k8s loop {naive['seconds']:.1f} s" if naive_seats == seats else
+           f"naive k8s loop {naive['seconds']:.1f} s for {naive_seats} seats, x{seats}/{naive_seats} = {scaled:.0f} s")
+    ratio = scaled / cold["seconds"] if cold["seconds"] else 0
+    table.add(f"users.yml cold vs naive loop, {seats} seats", f"{cold['seconds']:.1f} s", how, f"{ratio:.1f}x",
+              ">= 40x: " + verdict(ratio >= 40 and naive["rc"] == 0))
+    log("removing the naive seats")
+    delete_namespaces(api, names)
+    rbac = __import__("kubernetes").client.RbacAuthorizationV1Api(api)
+    for call in (rbac.delete_cluster_role_binding, rbac.delete_cluster_role):
+        call("dralab-bench-naive-reader")
+
+
+def bench_reset(table: Table, lab: BenchLab, api, devices: int, label: str = "") -> None:
+    seats = seat_names(lab.seats)
+    make_busy(api, seats, devices)
+    busy = lab.play("playbooks/reset.yml")
+    left = allocated_claims(api, set(seats))
+    table.add(f"reset.yml, {lab.seats} busy seats{label}", f"{busy['seconds']:.1f} s (rc {busy['rc']}), "
+              f"{left} seat claims hold GPUs after", "", "",
+              ("<= 15 s, every GPU free: " + verdict(busy["rc"] == 0 and left == 0 and busy["seconds"] <= 15))
+              if not label else "")
+    if label:
+        return
+    make_busy(api, seats, devices)
+    kubectl = conftest.ControlPlane.binary("kubectl")
+    started = time.monotonic()
+    for seat in seats:
+        subprocess.run([kubectl, f"--kubeconfig={lab.kubeconfig}", "-n", seat, "delete", "pods,resourceclaims",
+                        "--all"], check=True, capture_output=True)
+    wait_for("seat GPUs free", lambda: allocated_claims(api, set(seats)) == 0, timeout=300, interval=0.2)
+    baseline = time.monotonic() - started
+    table.add(f"reset.yml vs kubectl delete per seat, {lab.seats} busy seats", f"{busy['seconds']:.1f} s",
+              f"kubectl delete x{lab.seats} + wait {baseline:.1f} s", f"{baseline / busy['seconds']:.2f}x", "")
+    clean = lab.play("playbooks/reset.yml")
+    table.add(f"reset.yml, clean lab, {lab.seats} seats", f"{clean['seconds']:.1f} s (rc {clean['rc']})", "", "",
+              "<= 5 s: " + verdict(clean["rc"] == 0 and clean["seconds"] <= 5))
+
+
+def add_nodes(cluster, api, count: int) -> list[str]:
+    """count more kwok nodes, each with a copy of node-1's ResourceSlice (the plugin's devices)."""
+    names = [f"bench-node-{i:03d}" for i in range(1, count + 1)]
+    saved = cluster.nodes
+    cluster.nodes = names
+    try:
+        cluster._create_nodes(api)  # the harness's own fake nodes
+    finally:
+        cluster.nodes = saved
+    res = resource_api(api)
+    template = next(s for s in api.sanitize_for_serialization(res.list_resource_slice().items)
+                    if s["spec"]["driver"] == DRIVER and s["spec"].get("nodeName") == saved[0])
+
+    def one(name):
+        body = copy.deepcopy(template)
+        body["metadata"] = {"name": f"{name}-{DRIVER}"}
+        body["spec"]["nodeName"] = name
+        body["spec"]["pool"] = {"name": name, "generation": 1, "resourceSliceCount": 1}
+        for device in body["spec"]["devices"]:
+            for attr in device.get("attributes", {}).values():
+                if "string" in attr and attr["string"].startswith("gpu-"):  # uuids: unique per node
+                    attr["string"] = f"{attr['string']}-{name}"
+        create_ignoring_conflict(res.create_resource_slice, body)
+    parallel(one, names)
+    wait_for(f"{count} nodes Ready", lambda: sum(
+        1 for n in core_api(api).list_node().items if n.metadata.name in names
+        and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])) == count,
+        timeout=300, interval=2)
+    return names
+
+
+def bench_scale(table: Table, lab: BenchLab, api, devices: int) -> None:
+    cold = lab.play("playbooks/users.yml")
+    table.add(f"scale: users.yml cold, {lab.seats} seats", f"{cold['seconds']:.1f} s (rc {cold['rc']})")
+    rerun = lab.play("playbooks/users.yml")
+    table.add(f"scale: users.yml rerun, {lab.seats} seats", f"{rerun['seconds']:.1f} s, changed={rerun['changed']}")
+    health = lab.play("playbooks/health.yml")
+    table.add(f"scale: health.yml, {devices // 8} nodes x 8 devices", f"{health['seconds']:.1f} s (rc {health['rc']})")
+    bench_reset(table, lab, api, devices, label=" (scale)")
+
+
+def make_load(api, claims: int, devices: int) -> list[str]:
+    """claims ResourceClaims, each with a pod, in LOAD_PREFIX namespaces: `devices` scheduled, the rest pending."""
+    per_ns = 100
+    namespaces = [f"{LOAD_PREFIX}{i:03d}" for i in range((claims + per_ns - 1) // per_ns)]
+    core, res = core_api(api), resource_api(api)
+    parallel(lambda ns: create_ignoring_conflict(core.create_namespace, {"metadata": {"name": ns}}), namespaces)
+    for ns in namespaces:
+        wait_for(f"default ServiceAccount in {ns}", lambda ns=ns: core.read_namespaced_service_account(
+            "default", ns), timeout=120)
+    jobs = [(namespaces[i // per_ns], f"claim-{i:05d}", i) for i in range(claims)]
+
+    def one(job):
+        ns, name, index = job
+        create_ignoring_conflict(res.create_namespaced_resource_claim, ns, claim_body(name))
+        pod = pod_body(name, claim=name)
+        if index >= devices:
+            pod["spec"]["schedulerName"] = UNSCHEDULED
+        create_ignoring_conflict(core.create_namespaced_pod, ns, pod)
+    started = time.monotonic()
+    parallel(one, jobs)
+    log(f"{claims} claims and pods created in {time.monotonic() - started:.0f}s")
+    wait_for(f"{devices} load claims allocated", lambda: allocated_claims(api) >= devices, timeout=900, interval=5)
+    return namespaces
+
+
+def bench_health(table: Table, lab: BenchLab, api, claims: int, devices: int) -> None:
+    namespaces = make_load(api, claims, devices)
+    listing = Run([sys.executable, BENCH_DIR / "list_raw.py", lab.kubeconfig], log_path=lab.logs / "list_raw.log")
+    log(f"raw listing: {listing.seconds:.1f}s, {listing.rss_mib:.0f} MiB: {listing.output.strip()}")
+    health = lab.play("playbooks/health.yml", extra_vars={"lab_health_fail_on_unhealthy": False})
+    env = lab.env()
+    module = Run([ANSIBLE_BIN / "ansible", "-i", lab.inventory, "localhost", "-m", "dralab.workshop.dra_health",
+                  "-a", json.dumps({"kubeconfig": str(lab.kubeconfig), "fail_on_unhealthy": False})],
+                 env, lab.logs / "ansible-m-dra_health.log")
+    sizes = [t["bytes"] for t in health["tasks"] if t["action"] == "dralab.workshop.dra_health"]
+    report = [line for line in health["log"].read_text().splitlines() if "claim_pending" in line
+              or "pending" in line.lower()][:3]
+    log("health.yml report, pending lines: " + " | ".join(report))
+    base = listing.seconds
+    table.add(f"health.yml, {claims} claims, {devices // 8} nodes", f"{health['seconds']:.1f} s (rc {health['rc']}), "
+              f"result {sizes[0] / 1e6 if sizes else 0:.2f} MB", f"raw listing {base:.1f} s",
+              f"{health['seconds'] / base:.2f}x", "<= 1.5x: " + verdict(health["seconds"] <= 1.5 * base))
+    table.add(f"health.yml peak RSS, {claims} claims", f"{health['rss_mib']:.0f} MiB",
+              f"raw listing {listing.rss_mib:.0f} MiB", f"{health['rss_mib'] / listing.rss_mib:.2f}x",
+              "<= 1.2x: " + verdict(health["rss_mib"] <= 1.2 * listing.rss_mib))
+    table.add(f"ansible -m dra_health, {claims} claims", f"{module.seconds:.1f} s (rc {module.rc}), "
+              f"{module.rss_mib:.0f} MiB", f"raw listing {base:.1f} s", f"{module.seconds / base:.2f}x", "")
+    log("removing the load")
+    delete_namespaces(api, namespaces, timeout=1200)
+
+
+def bench_site(table: Table) -> None:
+    try:
+        socket.create_connection(LAB_API, timeout=2).close()
+        up = True
+    except OSError:
+        up = False
+    if not up:
+        table.add("site.yml rerun", "skipped, no lab up")
+        return
+    if os.environ.get("BENCH_SITE") != "1":
+        table.add("site.yml rerun", "skipped, lab up but BENCH_SITE=1 not set (it belongs to whoever made it)")
+        return
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+    for args, what in (((), "site.yml rerun"), (("--check",), "site.yml rerun --check")):
+        run = Run([ANSIBLE_BIN / "ansible-playbook", "-i", "inventories/local/hosts.yml", "playbooks/site.yml", *args],
+                  env)
+        changed = parse_recap(run.output)
+        total = sum(host["changed"] for host in changed.values())
+        table.add(what, f"{run.seconds:.1f} s (rc {run.rc}), changed={total}", "", "",
+                  "<= 60 s, changed=0: " + verdict(run.rc == 0 and total == 0 and run.seconds <= 60))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="users,reset,scale,health,site")
+    parser.add_argument("--naive-seats", type=int, default=int(os.environ.get("BENCH_NAIVE_SEATS", "72")))
+    parser.add_argument("--claims", type=int, default=int(os.environ.get("BENCH_CLAIMS", "10000")))
+    parser.add_argument("--out", default=os.environ.get("BENCH_OUT", ""))
+    args = parser.parse_args(argv)
+    only = set(args.only.split(","))
+    out = Path(args.out) if args.out else CACHE / "bench" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="dralab-bench-"))
+    table = Table()
+    started = time.monotonic()
+    subprocess.run([sys.executable, str(REPO / "tests" / "harness" / "gobuild.py")], check=True)
+    cluster = harness.Cluster(tempfile.mkdtemp(prefix=conftest.TMP_PREFIX), die_with_parent=True)
+    try:
+        cluster.up()
+        api = cluster.api_client()
+        lab = BenchLab(cluster.kubeconfig, work / "lab72")
+        lab.run("playbooks/driver.yml")
+        devices = 8 * len(cluster.nodes)
+        if "users" in only or "reset" in only:
+            if "users" in only:
+                bench_users(table, lab, api, args.naive_seats)
+            else:
+                lab.play("playbooks/users.yml")
+            if "reset" in only:
+                bench_reset(table, lab, api, devices)
+        if "scale" in only or "health" in only:
+            extra = add_nodes(cluster, api, 100)
+            devices += 8 * len(extra)
+            if "scale" in only:
+                bench_scale(table, BenchLab(cluster.kubeconfig, work / "lab300", seats=300), api, devices)
+            if "health" in only:
+                bench_health(table, lab, api, args.claims, devices)
+        if "site" in only:
+            bench_site(table)
+    finally:
+        cluster.down()
+    header = (f"make bench, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+              f"git {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO, capture_output=True, text=True).stdout.strip()}, "
+              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {time.monotonic() - started:.0f} s in all; logs in {work}")
+    text = header + "\n" + table.text() + "\n"
+    out.write_text(text)
+    print(text)
+    print(f"(written to {out})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
