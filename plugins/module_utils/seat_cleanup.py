@@ -12,10 +12,13 @@ the instructor's baseline objects, known by kind and name
 credential rotation, the seat's ServiceAccounts (the default one too) and
 Secrets go as well, so every token minted in the namespace dies.
 
-Each kind is listed once cluster-wide, and a namespace's objects of one kind
-are removed with one delete-collection call (a field selector keeps the
-baseline), only when it has some, so a clean lab reports no change.
-Controllers go before pods, pods before the claims they hold.
+Each kind is listed once cluster-wide (the kinds in parallel), and a
+namespace's objects of one kind are removed with one delete-collection call (a
+field selector keeps the baseline), only when it has some, so a clean lab
+reports no change; the namespaces of one kind are cleared in parallel.
+Controllers go before pods, pods before the claims they hold. The wait then
+lists only the kinds that still hold deleted objects, first after a fraction
+of a second, then less and less often (up to poll_interval).
 
 A finalizer a seat put on its objects cannot block the reset: objects still
 terminating after finalizer_grace seconds lose their finalizers. Whatever is
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages, parallel_map
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
     SEAT_NAMESPACE_SELECTOR,
     baseline_names,
@@ -229,11 +232,11 @@ class SeatCleaner:
         selected = select_kinds(discovered_kinds(self.client), kinds)
         deleted, terminating, credentials = {}, {}, []
         touched, uids = [], set()
-        for kind in selected:
-            if not namespaces:
-                break
+        found = parallel_map(lambda kind: self.leftovers(kind, namespaces, rotate_credentials),
+                             selected if namespaces else [])
+        for kind, items in zip(selected, found):
             live = {}
-            for item in self.leftovers(kind, namespaces, rotate_credentials):
+            for item in items:
                 meta = item['metadata']
                 uids.add(meta.get('uid'))
                 line = '%s/%s' % (meta['namespace'], meta['name'])
@@ -245,9 +248,9 @@ class SeatCleaner:
                     credentials.append('%s %s' % (kind.name, line))
                 else:
                     deleted.setdefault(kind.name, []).append(line)
-            for ns in sorted(live):
-                if not check_mode:
-                    self.delete_collection(kind, ns, kept_names(kind, ns, rotate_credentials), grace_period_seconds)
+            if not check_mode:
+                parallel_map(lambda ns, kind=kind: self.delete_collection(
+                    kind, ns, kept_names(kind, ns, rotate_credentials), grace_period_seconds), sorted(live))
             if live or kind.name in terminating:
                 touched.append(kind)
         for group in (deleted, terminating):
@@ -271,14 +274,21 @@ class SeatCleaner:
         return result
 
     def _wait(self, result, kinds, namespaces, uids, rotate_credentials, wait_timeout, finalizer_grace, poll_interval):
-        """Wait until the objects deleted (by uid: not ones the cluster recreates, like ServiceAccount default) are gone."""
+        """Wait until the objects deleted (by uid: not ones the cluster recreates, like ServiceAccount default) are gone.
+
+        Only the kinds that still held deleted objects are listed again (in parallel); the pause between
+        two looks grows from poll_interval / 10 to poll_interval.
+        """
         started = self.clock()
         stripped = False
+        pause = poll_interval / 10.0
         while True:
-            left = [(kind, item) for kind in kinds for item in self.leftovers(kind, namespaces, rotate_credentials)
+            found = parallel_map(lambda kind: self.leftovers(kind, namespaces, rotate_credentials), kinds)
+            left = [(kind, item) for kind, items in zip(kinds, found) for item in items
                     if (item.get('metadata') or {}).get('uid') in uids]
             if not left:
                 return
+            kinds = [kind for kind in kinds if any(entry[0] is kind for entry in left)]
             now = self.clock()
             if not stripped and now - started >= finalizer_grace:
                 # A seat's finalizer must not hold the handover: whatever is still terminating loses them.
@@ -295,7 +305,8 @@ class SeatCleaner:
                 result['failed_seats'] = sorted(set(item['metadata']['namespace'] for _kind, item in left))
                 result['remaining_message'] = remaining_message(result)
                 return
-            self.sleep(poll_interval)
+            self.sleep(pause)
+            pause = min(poll_interval, pause * 1.5)
 
 
 def remaining_message(result):

@@ -121,7 +121,16 @@ def test_wait_polls_until_gone():
     sleeps = []
     result = sc.SeatCleaner(api, sleep=sleeps.append, clock=lambda: 0).run(wait=True, wait_timeout=60)
     assert result['remaining'] == [] and result['failed_seats'] == []
-    assert sleeps and all(s == 2 for s in sleeps)
+    # The first look again comes soon; the pauses grow, never beyond poll_interval (2 s).
+    assert sleeps and sleeps[0] == 0.2 and sleeps == sorted(sleeps) and max(sleeps) <= 2
+
+
+def test_wait_backs_off_to_the_poll_interval():
+    api = lab()
+    api.deletions_take = 12
+    sleeps = []
+    sc.SeatCleaner(api, sleep=sleeps.append, clock=lambda: 0).run(wait=True, wait_timeout=60)
+    assert sleeps[-1] == 2 and sleeps == sorted(sleeps)
 
 
 def test_a_seats_finalizer_is_removed_after_the_grace():
