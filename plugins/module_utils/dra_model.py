@@ -55,6 +55,12 @@ def parse_time(value):
     text = str(value).strip()
     if text.endswith('Z') or text.endswith('z'):
         text = text[:-1] + '+00:00'
+    if len(text) == 25 and text[10] == 'T':
+        # The API's own form (2026-10-28T09:12:00Z): fromisoformat reads it on every Python this runs on.
+        try:
+            return datetime.datetime.fromisoformat(text).astimezone(_UTC)
+        except ValueError:
+            pass
     match = re.match(r'^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?([+-]\d{2}:?\d{2})?$', text)
     if not match:
         return None

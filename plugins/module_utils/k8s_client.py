@@ -159,9 +159,9 @@ class KubeClient:
                 return None
             raise
 
-    def list_items(self, path, query=None):
+    def list_items(self, path, query=None, transform=None):
         """Every item of a list endpoint, following continue tokens (see list_pages)."""
-        return list_pages(self, path, query)
+        return list_pages(self, path, query, transform)
 
     def watch(self, path, resource_version, query=None, timeout_seconds=WATCH_SECONDS):
         """The events of one watch of a list endpoint from resource_version, until the server ends it.
@@ -245,23 +245,25 @@ def parallel_map(fn, items, workers=WORKERS):
         return list(pool.map(fn, items))
 
 
-def list_pages(client, path, query=None):
+def list_pages(client, path, query=None, transform=None):
     """Every item of a list endpoint, page by page, following continue tokens.
 
     The one paging loop of the collection: client is anything with
     request(method, path, body=None, query=None) (a KubeClient, a test fake);
-    query adds parameters such as labelSelector or fieldSelector.
+    query adds parameters such as labelSelector or fieldSelector; transform,
+    when given, is applied to each item as its page arrives (to keep less of it).
     """
-    return list_pages_with_version(client, path, query)[0]
+    return list_pages_with_version(client, path, query, transform)[0]
 
 
-def list_pages_with_version(client, path, query=None):
+def list_pages_with_version(client, path, query=None, transform=None):
     """(items, resourceVersion) of a list endpoint: list_pages plus the version to watch from."""
     items = []
     params = dict(query or {}, limit=PAGE_SIZE)
     while True:
         page = client.request('GET', path, query=dict(params)) or {}
-        items.extend(page.get('items') or [])
+        page_items = page.get('items') or []
+        items.extend(page_items if transform is None else map(transform, page_items))
         meta = page.get('metadata') or {}
         token = meta.get('continue')
         if not token:

@@ -22,14 +22,15 @@ class FakeClient:
         self.fail = fail or {}
         self.calls = []
 
-    def list_items(self, path, query=None):
+    def list_items(self, path, query=None, transform=None):
         if query:
             # A query is answered page by page through request(), by the collection's one paging loop.
-            return list_pages(self, path, query)
+            return list_pages(self, path, query, transform)
         self.calls.append(('list_items', path, None))
         if path in self.fail:
             raise self.fail[path]
-        return list(self.lists[path]['items'])
+        items = self.lists[path]['items']
+        return list(items if transform is None else map(transform, items))
 
     def request(self, method, path, body=None, query=None):
         self.calls.append((method, path, dict(query or {})))
