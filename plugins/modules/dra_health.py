@@ -76,6 +76,16 @@ options:
       - A failure to read Events only produces a warning.
     type: bool
     default: true
+  detail:
+    description:
+      - Return every claim and every problem, and one report line per problem and per node.
+      - When V(false), the result stays small at any scale. RV(claims) lists only the claims that hold devices
+        (allocated or reserved). More than 5 problems of one kind (severity, type and explainer reason, for example
+        9,000 pending claims that all wait for a free GPU) are returned as one problem with RV(problems[].count)
+        and the first names in RV(problems[].objects), and RV(report_lines) gives them one line with the count
+        and the first names (nodes in the same state likewise). RV(summary) counts everything either way.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - dralab.workshop.k8s_auth
   - dralab.workshop.attributes
@@ -250,7 +260,7 @@ pools:
     - {driver: gpu.example.com, pool: worker1, node: worker1, generation: 1, generations: [1],
        resource_slice_count: 1, slices_seen: 1, devices: 8, consistent: true}
 claims:
-  description: Every ResourceClaim, sorted by namespace and name.
+  description: Every ResourceClaim, sorted by namespace and name; with O(detail=false), the ones holding devices only.
   returned: always
   type: list
   elements: dict
@@ -347,6 +357,15 @@ problems:
       description: For C(claim_pending) only, the explainer's sentence.
       type: str
       returned: for claim_pending problems
+    count:
+      description: With O(detail=false), how many problems of this kind this one stands for (more than 5).
+      type: int
+      returned: for aggregated problems
+    objects:
+      description: With O(detail=false), the first objects of the aggregated problems.
+      type: list
+      elements: str
+      returned: for aggregated problems
     allocatable_now:
       description:
         - For C(claim_pending) only, whether the published devices would let the scheduler allocate the claim now
@@ -407,6 +426,7 @@ def argspec():
         stale_claim_age=dict(type='raw', default='1h'),
         fail_on_unhealthy=dict(type='bool', default=True),
         include_events=dict(type='bool', default=True),
+        detail=dict(type='bool', default=True),
     )
     return spec
 
@@ -451,7 +471,9 @@ def run(module, client, now=None):
         expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
         node_selector=params['node_selector'], stale_claim_age=stale_after, now=now,
         explanations=dict((item['claim'], item) for item in explanations))
-    report['report_lines'] = dra_model.report_lines(report)
+    report['report_lines'] = dra_model.report_lines(report, detail=params['detail'])
+    if not params['detail']:
+        report = dra_model.summarize(report)
     if not report['healthy']:
         if params['fail_on_unhealthy']:
             module.fail_json(msg=unhealthy_message(report), changed=False, **report)

@@ -523,3 +523,65 @@ def test_analysis_scales_linearly(healthy):
     assert report['summary']['devices_allocated'] == 240
     assert report['summary']['claims_pending'] == 480
     assert elapsed < 5, elapsed
+
+
+def _many_pending_report(count=12):
+    problems = [{'type': 'device_double_allocated', 'severity': 'error', 'object': 'Device node-1/gpu-0',
+                 'reason': 'gpu-0 is allocated twice'}]
+    problems += [{'type': 'claim_pending', 'severity': 'warning', 'object': 'ResourceClaim load/claim-%02d' % i,
+                  'reason': 'claim load/claim-%02d is pending: no free GPU' % i, 'explain_reason': 'all_matching_in_use'}
+                 for i in range(count)]
+    nodes = [{'name': 'node-%d' % i, 'published': 8, 'expected': 8, 'slices': 1, 'ready': True} for i in range(9)]
+    nodes.append({'name': 'node-9', 'published': 0, 'expected': 8, 'slices': 0, 'ready': True})
+    claims = [{'namespace': 'load', 'name': 'claim-%02d' % i, 'state': 'pending'} for i in range(count)]
+    claims.append({'namespace': 'user01', 'name': 'gpu', 'state': 'reserved'})
+    summary = {'errors': 1, 'warnings': count, 'driver': 'gpu.example.com', 'devices_published': 72,
+               'devices_expected': 80, 'nodes_publishing': 9, 'nodes_expected': 10, 'devices_allocated': 1,
+               'devices_free': 71, 'claims_total': count + 1, 'claims_pending': count, 'claims_allocated': 1,
+               'claims_reserved': 1}
+    return {'healthy': False, 'summary': summary, 'nodes': nodes, 'problems': problems, 'claims': claims}
+
+
+def test_report_lines_with_detail_give_one_line_per_problem_and_node():
+    lines = dra_model.report_lines(_many_pending_report())
+    assert sum(1 for line in lines if 'claim_pending' in line or 'is pending' in line) == 12
+    assert '  node-3: 8/8 devices, 1 slice(s), Ready' in lines
+
+
+def test_report_lines_without_detail_count_repeated_problems_in_one_line():
+    lines = dra_model.report_lines(_many_pending_report(), detail=False)
+    pending = [line for line in lines if 'claim_pending' in line]
+    assert len(pending) == 1
+    assert pending[0].startswith('  WARNING 12 x claim_pending (all_matching_in_use): ResourceClaim load/claim-00, ')
+    assert 'and 7 more' in pending[0] and 'The first: claim load/claim-00 is pending' in pending[0]
+    # The lone error keeps its own line; the odd node too, the 9 alike share one.
+    assert '  ERROR Device node-1/gpu-0: gpu-0 is allocated twice' in lines
+    assert '  node-9: 0/8 devices, 0 slice(s), Ready' in lines
+    assert any(line.startswith('  9 nodes: 8/8 devices, 1 slice(s), Ready (node-0, ') for line in lines)
+
+
+def test_summarize_keeps_the_holding_claims_and_one_problem_per_repeated_kind():
+    report = _many_pending_report()
+    small = dra_model.summarize(report)
+    assert [c['name'] for c in small['claims']] == ['gpu']
+    assert len(small['problems']) == 2
+    grouped = small['problems'][1]
+    assert grouped['count'] == 12 and grouped['objects'][0] == 'ResourceClaim load/claim-00'
+    assert len(grouped['objects']) == dra_model.SHOWN_NAMES
+    assert small['summary'] == report['summary']
+    # The summarized report words the same lines.
+    assert dra_model.report_lines(small, detail=False) == dra_model.report_lines(report, detail=False)
+
+
+def test_few_problems_of_a_kind_keep_their_own_lines_without_detail():
+    lines = dra_model.report_lines(_many_pending_report(count=3), detail=False)
+    assert sum(1 for line in lines if 'is pending' in line) == 3
+
+
+@pytest.mark.parametrize('text', ['2026-10-28T09:12:00Z', '2026-10-28T09:12:00+02:00', '2026-10-28T09:12:00.123456Z',
+                                  '2026-10-28T09:12:00.5Z', '2026-10-28T09:12:00+0200'])
+def test_parse_time_reads_every_rfc3339_form(text):
+    parsed = dra_model.parse_time(text)
+    assert parsed.tzinfo is not None
+    assert parsed.replace(microsecond=0) == dra_model.parse_time(text[:19] + text[19:].lstrip('.0123456789')).replace(
+        microsecond=0)

@@ -195,3 +195,12 @@ def test_pending_claims_carry_the_explainer():
     rows = dict(((c['namespace'], c['name']), c) for c in result['claims'])
     assert rows[('user19', 'huge-claim')]['explain_reason'] == 'no_such_class'
     assert all(row['explain_reason'] is None for row in rows.values() if row['state'] != 'pending')
+
+
+def test_without_detail_only_the_holding_claims_are_returned():
+    code, full = run({'fail_on_unhealthy': False}, FakeClient('broken'))
+    code_small, small = run({'fail_on_unhealthy': False, 'detail': False}, FakeClient('broken'))
+    assert code == code_small == 0
+    assert small['claims'] == [c for c in full['claims'] if c['state'] != 'pending']
+    assert small['summary'] == full['summary']
+    assert set(p['type'] for p in small['problems']) == set(p['type'] for p in full['problems'])

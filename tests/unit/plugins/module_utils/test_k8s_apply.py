@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""k8s_apply: what counts as up to date, and which requests the Applier sends (an in-memory API server)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+
+import pytest
+
+from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply, seat_model, seat_policies
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages
+
+
+class Store:
+    """Keeps objects by path; answers lists (label selector key=value), server-side apply and merge patches."""
+
+    def __init__(self):
+        self.objects = {}
+        self.version = 0
+        self.calls = []
+        self.lock = threading.Lock()
+
+    def list_items(self, path, query=None, transform=None):
+        return list_pages(self, path, query, transform)
+
+    def request(self, method, path, body=None, query=None, content_type=None):
+        with self.lock:
+            self.calls.append((method, path))
+            if method == 'GET':
+                key, value = ((query or {}).get('labelSelector') or '=').split('=', 1)
+                items = [copy.deepcopy(obj) for _where, obj in sorted(self.objects.items())
+                         if k8s_apply.list_path(obj['apiVersion'], obj['kind']) == path
+                         and (not key or obj['metadata'].get('labels', {}).get(key) == value)]
+                return {'metadata': {}, 'items': items}
+            assert method == 'PATCH' and content_type == k8s_apply.APPLY_CONTENT_TYPE
+            assert query['fieldManager'] == 'dralab.workshop' and query['force'] == 'true'
+            wanted = json.loads(body)
+            old = self.objects.get(path)
+            new = copy.deepcopy(wanted)
+            new['metadata']['managedFields'] = [{'manager': 'dralab.workshop', 'operation': 'Apply',
+                                                 'fieldsV1': fields_of(wanted)}]
+            if old is not None and strip(old) == strip(new):
+                return copy.deepcopy(old)
+            if query.get('dryRun'):
+                new['metadata']['resourceVersion'] = (old or {}).get('metadata', {}).get('resourceVersion', '0')
+                return new
+            self.version += 1
+            new['metadata']['resourceVersion'] = str(self.version)
+            self.objects[path] = new
+            return copy.deepcopy(new)
+
+
+def strip(obj):
+    obj = copy.deepcopy(obj)
+    obj['metadata'].pop('resourceVersion', None)
+    return obj
+
+
+def fields_of(obj):
+    """A fieldsV1 of the maps under OWNED_MAPS (enough for up_to_date)."""
+    fields = {}
+    for path in k8s_apply.OWNED_MAPS:
+        data = obj
+        for step in path:
+            data = (data or {}).get(step)
+        if isinstance(data, dict):
+            node = fields
+            for step in path:
+                node = node.setdefault('f:' + step, {})
+            node.update(('f:' + key, {}) for key in data)
+    return fields
+
+
+def seat_objects(seats=('user01', 'user02'), **options):
+    return seat_policies.seat_policies() + seat_model.build_seat_objects(list(seats), ['gpu.example.com'], **options)
+
+
+def apply(store, objects, check_mode=False):
+    return k8s_apply.Applier(store).apply(objects, seat_model.MANAGED_SELECTOR, check_mode=check_mode)
+
+
+def writes(store):
+    return [call for call in store.calls if call[0] != 'GET']
+
+
+def test_a_cold_apply_creates_everything_then_a_rerun_only_reads():
+    store = Store()
+    objects = seat_objects()
+    first = apply(store, objects)
+    assert len(first['created']) == len(objects) and first['updated'] == []
+    store.calls = []
+    again = apply(store, objects)
+    assert again['created'] == [] and again['updated'] == [] and again['unchanged'] == len(objects)
+    assert writes(store) == []
+    kinds = set((obj['apiVersion'], obj['kind']) for obj in objects)
+    assert len(store.calls) == len(kinds) == again['requests']  # one list per kind
+
+
+def test_only_the_object_that_differs_is_written():
+    store = Store()
+    apply(store, seat_objects())
+    store.calls = []
+    result = apply(store, seat_objects(gpus_per_seat=2))
+    assert sorted(result['updated']) == ['ResourceQuota user01/dralab-seat-quota', 'ResourceQuota user02/dralab-seat-quota']
+    assert sorted(path for _m, path in writes(store)) == [
+        '/api/v1/namespaces/user01/resourcequotas/dralab-seat-quota',
+        '/api/v1/namespaces/user02/resourcequotas/dralab-seat-quota']
+
+
+def test_a_label_this_manager_no_longer_wants_makes_a_write():
+    store = Store()
+    apply(store, seat_objects())
+    result = apply(store, seat_objects(pod_security=''))
+    assert sorted(result['updated']) == ['Namespace user01', 'Namespace user02']
+
+
+def test_a_quantity_in_another_form_is_the_same():
+    live = {'spec': {'hard': {'requests.cpu': '1', 'limits.memory': '8Gi'}}}
+    assert k8s_apply.contains(live, {'spec': {'hard': {'requests.cpu': '1000m', 'limits.memory': '8192Mi'}}})
+    assert not k8s_apply.contains(live, {'spec': {'hard': {'requests.cpu': '2'}}})
+
+
+def test_lists_must_match_item_by_item():
+    assert k8s_apply.contains({'subjects': [{'name': 'a', 'kind': 'X', 'extra': 1}]}, {'subjects': [{'name': 'a'}]})
+    assert not k8s_apply.contains({'subjects': [{'name': 'a'}]}, {'subjects': [{'name': 'a'}, {'name': 'b'}]})
+
+
+def test_an_object_never_applied_by_this_manager_is_written_once():
+    obj = seat_objects()[0]
+    live = copy.deepcopy(obj)  # same content, written by another manager (client-side apply)
+    assert not k8s_apply.up_to_date(live, obj)
+
+
+def test_check_mode_writes_nothing_and_reports_what_would_change():
+    store = Store()
+    apply(store, seat_objects())
+    before = copy.deepcopy(store.objects)
+    result = apply(store, seat_objects(seats=('user01', 'user02', 'user03'), gpus_per_seat=2), check_mode=True)
+    assert store.objects == before
+    assert 'Namespace user03' in result['created']
+    assert 'ResourceQuota user01/dralab-seat-quota' in result['updated']
+
+
+def test_policies_then_cluster_objects_then_namespaced_ones():
+    store = Store()
+    apply(store, seat_objects())
+    paths = [path for _m, path in writes(store)]
+    phases = [0 if '/admissionregistration' in path else (2 if '/namespaces/' in path and path.count('/') > 5 else 1)
+              for path in paths]
+    assert phases == sorted(phases)
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match='cannot apply'):
+        apply(Store(), [{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'x'}}])
