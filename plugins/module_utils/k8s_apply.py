@@ -111,8 +111,12 @@ def _at(data, path):
 
 
 def up_to_date(live, wanted, manager=FIELD_MANAGER):
-    """Whether applying wanted to live would change nothing this manager cares about."""
-    if live is None or not contains(live, wanted):
+    """Whether applying wanted to live would change nothing this manager cares about.
+
+    live as a list serves it: without apiVersion and kind (the list has them).
+    """
+    fields = dict((key, value) for key, value in wanted.items() if key not in ('apiVersion', 'kind'))
+    if live is None or not contains(live, fields):
         return False
     owned = owned_fields(live, manager)
     if owned is None:

@@ -32,7 +32,9 @@ class Store:
             self.calls.append((method, path))
             if method == 'GET':
                 key, value = ((query or {}).get('labelSelector') or '=').split('=', 1)
-                items = [copy.deepcopy(obj) for _where, obj in sorted(self.objects.items())
+                # A list's items have no apiVersion and kind (the list has them), as the API serves them.
+                items = [dict((k, v) for k, v in copy.deepcopy(obj).items() if k not in ('apiVersion', 'kind'))
+                         for _where, obj in sorted(self.objects.items())
                          if k8s_apply.list_path(obj['apiVersion'], obj['kind']) == path
                          and (not key or obj['metadata'].get('labels', {}).get(key) == value)]
                 return {'metadata': {}, 'items': items}
