@@ -350,3 +350,17 @@ def test_without_node_objects_every_publishing_node_counts(lab):
     answer = explain(lab, claim('any'), nodes=[])
     assert answer['allocatable'] is True
     assert answer['not_modeled'] == ['node readiness (no Node objects given)']
+
+
+def test_pending_claims_that_ask_alike_share_one_answer_which_is_each_ones_own(lab):
+    held = fill_lab(lab, keep_free=[('node1', 'gpu-0')])
+    waiting = [claim('wait-%02d' % i, namespace='user%02d' % (30 + i)) for i in range(8)]
+    waiting.append(claim('big', requests=[request(selectors=[INDEX % '>= 100'])]))
+    lab['claims'] = held + waiting
+    explainer = dra_explain.Explainer(now=NOW, **lab)
+    shared = explainer.explain_pending()
+    alone = [dra_explain.Explainer(now=NOW, **lab).explain(c) for c in sorted(
+        (c for c in lab['claims'] if not c.get('status')),
+        key=lambda c: (c['metadata']['namespace'], c['metadata']['name']))]
+    assert shared == alone
+    assert len(set(a['claim'] for a in shared)) == len(shared) == 9
