@@ -32,6 +32,7 @@ import copy
 import datetime
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -354,6 +355,8 @@ def main(argv=None) -> int:
     parser.add_argument("--claims", type=int, default=int(os.environ.get("BENCH_CLAIMS", "10000")))
     parser.add_argument("--out", default=os.environ.get("BENCH_OUT", ""))
     args = parser.parse_args(argv)
+    # SIGTERM ends the run like Ctrl-C: the control plane is stopped and its directory removed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     only = set(args.only.split(","))
     out = Path(args.out) if args.out else CACHE / "bench" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.txt"
     out.parent.mkdir(parents=True, exist_ok=True)
