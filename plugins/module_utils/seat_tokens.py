@@ -231,6 +231,7 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
     now = time.time() if now is None else now
     if not check_mode and not os.path.isdir(kubeconfig_dir):
         os.makedirs(kubeconfig_dir, 0o700)
+
     def one(seat):
         """(entry, token) of one seat; token None when none is known (check mode)."""
         namespace = account = seat
