@@ -389,8 +389,9 @@ def main(argv=None) -> int:
             bench_site(table)
     finally:
         cluster.down()
-    header = (f"make bench, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
-              f"git {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO, capture_output=True, text=True).stdout.strip()}, "
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=False).stdout.strip() or "unknown"
+    header = (f"make bench, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, git {commit}, "
               f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {time.monotonic() - started:.0f} s in all; logs in {work}")
     text = header + "\n" + table.text() + "\n"
     out.write_text(text)
