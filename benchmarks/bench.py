@@ -84,17 +84,23 @@ def verdict(ok: bool) -> str:
 
 
 class Run:
-    """One timed child process: seconds, peak RSS (MiB, the process and its waited-for children), output."""
+    """One timed child process: seconds, peak RSS (MiB, the process and its children), output.
+
+    The command runs under benchmarks/rusage.py, a small process of its own: a child forked straight
+    from this one would report this process's memory as its peak.
+    """
 
     def __init__(self, cmd, env=None, log_path: Path | None = None):
-        started = time.monotonic()
-        proc = subprocess.Popen([str(c) for c in cmd], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-        self.output = proc.stdout.read()
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = self.rc = os.waitstatus_to_exitcode(status)
-        self.seconds = time.monotonic() - started
-        self.rss_mib = usage.ru_maxrss / 1024.0
+        with tempfile.NamedTemporaryFile(suffix=".json") as usage:
+            started = time.monotonic()
+            proc = subprocess.run([sys.executable, BENCH_DIR / "rusage.py", usage.name, *[str(c) for c in cmd]],
+                                  cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  check=False)
+            self.seconds = time.monotonic() - started
+            measured = json.loads(Path(usage.name).read_text() or "{}")
+        self.output = proc.stdout
+        self.rc = proc.returncode
+        self.rss_mib = measured.get("maxrss_kib", 0) / 1024.0
         if log_path:
             log_path.write_text(f"$ {' '.join(str(c) for c in cmd)}\n# rc {self.rc}, {self.seconds:.1f}s, "
                                 f"{self.rss_mib:.0f} MiB\n{self.output}")
