@@ -247,8 +247,6 @@ stale_namespaces:
   elements: str
 """
 
-import json
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply, seat_model, seat_policies
@@ -344,7 +342,7 @@ def run(module, client=None):
         applied = applier.apply(objects, seat_model.MANAGED_SELECTOR, check_mode=module.check_mode, known=known)
         for patch in patches:
             if not module.check_mode:
-                client.request('PATCH', k8s_apply.object_path(patch), body=json.dumps(patch),
+                client.request('PATCH', k8s_apply.object_path(patch), body=patch,
                                content_type='application/merge-patch+json')
             applied['updated'].append(k8s_apply.describe(patch))
     except (K8sError, ValueError) as exc:
