@@ -98,7 +98,7 @@ test-integration: harness ## Integration tests against a real control plane (pyt
 # --- lab tier: the offline mirror, podman "VMs", site.yml end to end
 # gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,
 # runc, debootstrap and zstd make and run the node images; skopeo loads images;
-# chromium and chromium-driver are the browser of tests/lab/check_board.py.
+# chromium and chromium-driver are the browser of tests/lab/test_board.py.
 LAB_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap zstd chromium chromium-driver
 
 lab-tools: ## Debian packages the mirror build and the podman nodes need.
@@ -130,7 +130,7 @@ test-lab: mirror test-tools ## The molecule scenario (the whole lab, then remove
 	$(LAB_ENV) $(BIN)/molecule test --scenario-name default
 
 test-lab-board: setup lab-tools ## The GPU board in headless chromium, against the lab that make lab left up.
-	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/check_board.py
+	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_board.py
 
 test: lint test-unit test-unit-tools build test-integration test-lab ## Everything CI runs.
 
