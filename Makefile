@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: lab-tools mirror test-mirror lab lab-down test-lab test-lab-board harness cluster-up cluster-down test-integration
+.PHONY: lab-tools mirror test-mirror lab lab-down test-lab test-lab-board test-reliability harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test build clean
 
 help: ## List the targets.
@@ -131,6 +131,9 @@ test-lab: mirror test-tools ## The molecule scenario (the whole lab, then remove
 
 test-lab-board: setup lab-tools ## The GPU board in headless chromium, against the lab that make lab left up.
 	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_board.py
+
+test-reliability: setup ## The fault suite (tests/lab/test_faults.py) against the lab that make lab left up.
+	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_faults.py
 
 test: lint test-unit test-unit-tools build test-integration test-lab ## Everything CI runs.
 

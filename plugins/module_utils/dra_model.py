@@ -21,6 +21,13 @@ from collections import defaultdict
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, parse_duration
 
 DEFAULT_DRIVER = 'gpu.example.com'
+# The labels of the example driver chart's kubelet plugin pods (its DaemonSet <release>-kubeletplugin).
+EXAMPLE_DRIVER_PLUGIN_LABELS = {'app.kubernetes.io/name': 'dra-example-driver',
+                                'app.kubernetes.io/component': 'kubeletplugin'}
+# Problems of a node that restarting its kubelet plugin pod may mend (it publishes its devices again).
+PLUGIN_MENDS = ('node_missing_slice', 'device_count_short', 'driver_plugin_not_ready')
+# A kubelet plugin container that ended within this many seconds is reported as a recent restart.
+PLUGIN_RESTART_WINDOW = 600
 POD_CLAIM_NAME_ANNOTATION = 'resource.kubernetes.io/pod-claim-name'
 TERMINATED_PHASES = ('Succeeded', 'Failed')
 
@@ -31,6 +38,9 @@ PROBLEM_TYPES = (
     'node_missing_slice',
     'device_count_short',
     'node_not_ready',
+    'driver_plugin_missing',
+    'driver_plugin_not_ready',
+    'driver_plugin_restarted',
     'pool_inconsistent',
     'claim_reserved_for_missing_pod',
     'claim_allocated_unused',
@@ -404,6 +414,82 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
     return rows, expected
 
 
+def _plugin_state(pod):
+    """(ready, why not ready, restarts, newest termination {'finishedAt', 'exitCode', 'reason'} or None)."""
+    status = pod.get('status') or {}
+    ready_cond = _condition(pod, 'Ready') or {}
+    containers = status.get('containerStatuses') or []
+    restarts = sum(int(c.get('restartCount') or 0) for c in containers)
+    why = []
+    for container in containers:
+        waiting = (container.get('state') or {}).get('waiting')
+        if waiting:
+            why.append('%s %s' % (container.get('name'), waiting.get('reason') or 'waiting'))
+    if _meta(pod).get('deletionTimestamp'):
+        why.insert(0, 'being deleted')
+    if status.get('phase') != 'Running':
+        why.insert(0, 'phase %s' % (status.get('phase') or 'unknown'))
+    ready = not why and ready_cond.get('status') == 'True'
+    if not ready and not why:
+        why.append((ready_cond.get('reason') or 'not Ready') if ready_cond else 'no Ready condition')
+    ended = [c['lastState']['terminated'] for c in containers
+             if ((c.get('lastState') or {}).get('terminated') or {}).get('finishedAt')]
+    newest = max(ended, key=lambda t: parse_time(t['finishedAt']) or datetime.datetime.min.replace(tzinfo=_UTC),
+                 default=None)
+    return ready, ', '.join(why), restarts, newest
+
+
+def _check_plugins(index, driver, plugin_labels, expected, now, problems):
+    """The driver's kubelet plugin pod on every expected node: there, ready, and not just restarted."""
+    if not plugin_labels:
+        return {}
+    by_node = defaultdict(list)
+    for pod in index.pods.by_key.values():
+        node_name = (pod.get('spec') or {}).get('nodeName')
+        if node_name and _selected(pod, plugin_labels):
+            by_node[node_name].append(pod)
+    selector = ','.join('%s=%s' % (k, v) if v is not None else k for k, v in sorted(plugin_labels.items()))
+    plugin_pods = {}
+    for name in expected:
+        if name not in index.nodes:
+            continue  # reported by _check_nodes
+        obj = 'Node %s' % name
+        pods = sorted(by_node.get(name, ()), key=lambda p: _meta(p).get('creationTimestamp') or '')
+        if not pods:
+            problems.append(_problem(
+                'driver_plugin_missing', ERROR, obj,
+                'no kubelet plugin pod of driver %s runs on node %s (no pod labelled %s there), so its devices '
+                'are neither published nor prepared for pods. Check the DaemonSet and why it has no pod there '
+                '(kubectl get daemonsets -A -l %s; a taint or a nodeSelector), then run playbooks/driver.yml.'
+                % (driver, name, selector, selector), node=name, driver=driver))
+            continue
+        pod = pods[-1]
+        ready, why, restarts, ended = _plugin_state(pod)
+        ref = '%s/%s' % (_ns(pod), _name(pod))
+        plugin_pods[name] = ref
+        logs = 'kubectl -n %s logs %s --previous' % (_ns(pod), _name(pod))
+        if not ready:
+            problems.append(_problem(
+                'driver_plugin_not_ready', ERROR, obj,
+                'the kubelet plugin of driver %s on node %s (pod %s) is not ready (%s; %s), so pods there cannot '
+                'get their devices prepared and stay in ContainerCreating. The kubelet restarts it by itself; if it '
+                'is not back within a minute, read %s and run playbooks/heal.yml.'
+                % (driver, name, ref, why, plural(restarts, 'restart'), logs),
+                node=name, driver=driver, pod=ref, restarts=restarts))
+            continue
+        finished = parse_time((ended or {}).get('finishedAt'))
+        if finished is not None and (now - finished).total_seconds() <= PLUGIN_RESTART_WINDOW:
+            problems.append(_problem(
+                'driver_plugin_restarted', WARNING, obj,
+                'the kubelet plugin of driver %s on node %s (pod %s) ended %s ago (exit code %s, %s) and was '
+                'restarted (%s in all); it is ready again and its devices are published. If it keeps restarting, '
+                'read %s.' % (driver, name, ref, format_age((now - finished).total_seconds()),
+                              ended.get('exitCode'), ended.get('reason') or 'no reason given',
+                              plural(restarts, 'restart'), logs),
+                node=name, driver=driver, pod=ref, restarts=restarts))
+    return plugin_pods
+
+
 def _check_pools(index, problems):
     rows = []
     for key in sorted(index.pools, key=lambda k: (k[0] or '', k[1] or '')):
@@ -625,8 +711,11 @@ def _check_double_allocations(index, allocations, problems):
 
 def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None, namespaces=None, events=None,
             driver=DEFAULT_DRIVER, expected_devices_per_node=8, expected_nodes=None, node_selector=None,
-            stale_claim_age='1h', now=None, explanations=None):
+            stale_claim_age='1h', now=None, explanations=None, plugin_labels=None):
     """Judge the DRA state of a cluster; return the health report dict.
+
+    plugin_labels: the labels of the driver's kubelet plugin pods (e.g. EXAMPLE_DRIVER_PLUGIN_LABELS); given,
+    every expected node must run a ready one (an error otherwise; a restart in the last 10 minutes warns).
 
     now: aware datetime (default: current UTC time) against which claim ages are measured.
     explanations: {"namespace/name": dra_explain result} for pending claims; each claim_pending problem
@@ -639,6 +728,11 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
     problems = []
     node_rows, expected = _check_nodes(index, driver, int(expected_devices_per_node), expected_nodes,
                                        node_selector, problems)
+    plugin_pods = _check_plugins(index, driver, plugin_labels, expected, now, problems)
+    for problem in problems:
+        # What restarting the plugin could mend names the plugin pod to restart (playbooks/heal.yml does).
+        if problem['type'] in PLUGIN_MENDS and problem.get('node') in plugin_pods:
+            problem.setdefault('pod', plugin_pods[problem['node']])
     pool_rows = _check_pools(index, problems)
     claim_rows, allocations = _check_claims(index, stale_after, now, problems, explanations)
     _check_double_allocations(index, allocations, problems)

@@ -76,6 +76,22 @@ options:
       - A failure to read Events only produces a warning.
     type: bool
     default: true
+  check_plugins:
+    description:
+      - Check the driver's kubelet plugin pods (those labelled O(plugin_labels)) on every expected node.
+      - A node without one, or with one that is not ready, is an error (its devices cannot be prepared for
+        pods); a plugin that ended and was restarted in the last 10 minutes is a warning.
+      - Leave it off when the plugin does not run as a pod.
+    type: bool
+    default: false
+  plugin_labels:
+    description:
+      - The labels of the driver's kubelet plugin pods, used with O(check_plugins).
+      - The default is what the dra-example-driver chart sets.
+    type: dict
+    default:
+      app.kubernetes.io/name: dra-example-driver
+      app.kubernetes.io/component: kubeletplugin
 extends_documentation_fragment:
   - dralab.workshop.k8s_auth
   - dralab.workshop.attributes
@@ -407,6 +423,8 @@ def argspec():
         stale_claim_age=dict(type='raw', default='1h'),
         fail_on_unhealthy=dict(type='bool', default=True),
         include_events=dict(type='bool', default=True),
+        check_plugins=dict(type='bool', default=False),
+        plugin_labels=dict(type='dict', default=dict(dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS)),
     )
     return spec
 
@@ -450,7 +468,8 @@ def run(module, client, now=None):
         nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],
         expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
         node_selector=params['node_selector'], stale_claim_age=stale_after, now=now,
-        explanations=dict((item['claim'], item) for item in explanations))
+        explanations=dict((item['claim'], item) for item in explanations),
+        plugin_labels=params['plugin_labels'] if params['check_plugins'] else None)
     report['report_lines'] = dra_model.report_lines(report)
     if not report['healthy']:
         if params['fail_on_unhealthy']:

@@ -47,6 +47,11 @@ LOGIN_HOST = LOGIN_HOSTS[0]
 HOMES = "/home/seats"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "faults: injects a fault into the lab (make test-reliability runs them; "
+                                       "the molecule verifier leaves them out)")
+
+
 def credentials() -> dict[str, dict]:
     """The instructor's credential sheet, per seat."""
     with open(ARTIFACTS / "credentials.csv", newline="") as fh:

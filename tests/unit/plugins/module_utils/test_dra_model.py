@@ -158,7 +158,8 @@ def test_broken_summary_and_counts(broken):
     }
     severities = [p['severity'] for p in report['problems']]
     assert severities == sorted(severities)  # errors first
-    assert set(p['type'] for p in report['problems']) == set(dra_model.PROBLEM_TYPES)
+    # The kubelet plugin checks need plugin_labels (test_driver_plugin_* below); every other type occurs here.
+    assert set(p['type'] for p in report['problems']) == set(dra_model.PROBLEM_TYPES) - set(PLUGIN_TYPES)
 
 
 def test_node_rows(broken):
@@ -523,3 +524,70 @@ def test_analysis_scales_linearly(healthy):
     assert report['summary']['devices_allocated'] == 240
     assert report['summary']['claims_pending'] == 480
     assert elapsed < 5, elapsed
+
+
+# --------------------------------------------------------------------------- the driver's kubelet plugin pods
+
+PLUGIN_TYPES = ('driver_plugin_missing', 'driver_plugin_not_ready', 'driver_plugin_restarted')
+LABELS = dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS
+
+
+def plugin_of(data, node):
+    """The recorded kubelet plugin pod on node (the fixtures have one per node, labelled as the chart does)."""
+    return next(p for p in data['pods'] if p['spec'].get('nodeName') == node and
+                'kubeletplugin' in p['metadata']['name'])
+
+
+def crash(pod, restarts, ended, waiting=None):
+    pod['status']['containerStatuses'] = [{
+        'name': 'plugin', 'restartCount': restarts,
+        'state': {'waiting': {'reason': waiting}} if waiting else {'running': {'startedAt': ended}},
+        'lastState': {'terminated': {'exitCode': 137, 'reason': 'Error', 'finishedAt': ended}}}]
+    if waiting:
+        next(c for c in pod['status']['conditions'] if c['type'] == 'Ready')['status'] = 'False'
+
+
+def test_driver_plugins_ready_everywhere_is_healthy(healthy):
+    report = analyze(healthy, plugin_labels=LABELS)
+    assert report['healthy'] and not [p for p in report['problems'] if p['type'] in PLUGIN_TYPES]
+
+
+def test_driver_plugin_missing_on_a_node(healthy):
+    healthy['pods'].remove(plugin_of(healthy, 'node2'))
+    [problem] = by_type(analyze(healthy, plugin_labels=LABELS), 'driver_plugin_missing')
+    assert (problem['object'], problem['severity']) == ('Node node2', 'error')
+    assert 'no kubelet plugin pod of driver gpu.example.com runs on node node2' in problem['reason']
+    assert 'playbooks/driver.yml' in problem['reason']
+    # Without plugin_labels nothing is checked (the integration harness runs the plugins as processes).
+    assert not [p for p in analyze(healthy)['problems'] if p['type'] in PLUGIN_TYPES]
+
+
+def test_driver_plugin_crashing_is_an_error_with_what_to_do(healthy):
+    pod = plugin_of(healthy, 'node2')
+    crash(pod, 3, '2026-10-28T09:59:30Z', waiting='CrashLoopBackOff')
+    report = analyze(healthy, plugin_labels=LABELS)
+    [problem] = by_type(report, 'driver_plugin_not_ready')
+    assert not report['healthy'] and problem['object'] == 'Node node2' and problem['restarts'] == 3
+    assert 'not ready (plugin CrashLoopBackOff; 3 restarts)' in problem['reason']
+    assert 'kubectl -n %s logs %s --previous' % (pod['metadata']['namespace'], pod['metadata']['name']) \
+        in problem['reason']
+    assert 'playbooks/heal.yml' in problem['reason']
+
+
+def test_driver_plugin_restarted_recently_warns_then_is_forgotten(healthy):
+    crash(plugin_of(healthy, 'node2'), 1, '2026-10-28T09:58:00Z')
+    report = analyze(healthy, plugin_labels=LABELS)
+    [problem] = by_type(report, 'driver_plugin_restarted')
+    assert report['healthy'] and problem['severity'] == 'warning'
+    assert 'ended 2m ago (exit code 137, Error) and was restarted (1 restart in all)' in problem['reason']
+    later = analyze(healthy, plugin_labels=LABELS, now='2026-10-28T10:10:01Z')
+    assert not by_type(later, 'driver_plugin_restarted')
+
+
+def test_a_node_without_its_slice_names_the_plugin_pod_to_restart(healthy):
+    healthy['slices'] = [s for s in healthy['slices'] if s['spec'].get('nodeName') != 'node2']
+    pod = plugin_of(healthy, 'node2')
+    [problem] = by_type(analyze(healthy, plugin_labels=LABELS), 'node_missing_slice')
+    assert problem['pod'] == '%s/%s' % (pod['metadata']['namespace'], pod['metadata']['name'])
+    [problem] = by_type(analyze(healthy), 'node_missing_slice')
+    assert 'pod' not in problem
