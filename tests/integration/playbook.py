@@ -120,6 +120,8 @@ class Lab:
                 "dralab_artifacts_dir": str(self.artifacts),
                 "dralab_seats": seats,
                 "dralab_devices_per_node": DEVICES_PER_NODE,
+                # The harness runs the driver's kubelet plugins as processes, not as pods of a DaemonSet.
+                "lab_health_check_plugins": False,
             },
             # Seats get Linux accounts only on login hosts: none here.
             "children": {"login": {"hosts": {}}},
