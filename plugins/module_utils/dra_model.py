@@ -393,7 +393,8 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
                 'node %s publishes no ResourceSlice for driver %s, so none of its %s can be allocated and pods '
                 'asking for them stay Pending.%s Check that the driver\'s kubelet plugin pod runs on %s '
                 '(kubectl get pods -A -o wide --field-selector spec.nodeName=%s) and read its logs; restarting '
-                'that pod republishes the slice.' % (name, driver, plural(want, 'device'), why, name, name),
+                'that pod (playbooks/heal.yml does) republishes the slice.'
+                % (name, driver, plural(want, 'device'), why, name, name),
                 node=name, driver=driver, published=0, expected=want))
         elif name in expected_set and 0 < count < want:
             problems.append(_problem(
