@@ -30,8 +30,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import 
 NS = "dralab-faults"
 NODE = "worker1"
 PLUGIN_LABELS = dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS
-PLUGIN_TYPES = {"driver_plugin_missing", "driver_plugin_not_ready", "driver_plugin_restarted",
-                "node_missing_slice", "device_count_short", "pool_inconsistent", "node_not_ready"}
+PLUGIN_TYPES = frozenset({"driver_plugin_missing", "driver_plugin_not_ready", "driver_plugin_restarted",
+                          "node_missing_slice", "device_count_short", "pool_inconsistent", "node_not_ready"})
 POLL = 0.5
 FIGURES = []  # (fault, what dra_health said, how it healed, seconds to detect, seconds to heal)
 
@@ -55,13 +55,14 @@ def healed() -> bool:
 
 
 def watch_fault(name: str, inject, how_healed: str, detect_types=PLUGIN_TYPES, timeout: float = 240,
-                heal=None, self_heal_wait: float = 60):
-    """Inject, then time the first dra_health problem on NODE and the return to a healthy lab. With heal (a
-    callable, e.g. running heal.yml), the lab gets self_heal_wait seconds to heal by itself first."""
+                heal=None, self_heal_wait: float = 60, detect_window: float = 30):
+    """Inject, then time the first dra_health problem on NODE (looked for during detect_window seconds) and
+    the return to a healthy lab. With heal (a callable, e.g. running heal.yml), the lab gets self_heal_wait
+    seconds to heal by itself first."""
     start = time.monotonic()
     inject()
     seen = None
-    while time.monotonic() - start < timeout:
+    while time.monotonic() - start < detect_window:
         found = problems_on(NODE, detect_types)
         if found:
             seen = found[0]
