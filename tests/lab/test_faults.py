@@ -76,11 +76,13 @@ def watch_fault(name: str, inject, how_healed: str, detect_types=PLUGIN_TYPES, t
         except AssertionError:
             heal()
     wait_for(f"the lab to heal after: {name}", healed, timeout=timeout, interval=POLL)
-    healed_after = time.monotonic() - start
+    # Nothing seen during the window: the lab never looked unhealthy, so there is no time to heal to print.
+    healed_after = time.monotonic() - start if seen else None
     FIGURES.append((name, f"{seen['type']}: {seen['reason']}" if seen else "nothing (healed first)", how_healed,
                     detected, healed_after))
     print(f"\n[faults] {name}: detected {detected if detected is None else round(detected, 1)}s, "
-          f"healed {healed_after:.1f}s by {how_healed}; dra_health: {FIGURES[-1][1][:300]}", file=sys.stderr)
+          f"healed {'-' if healed_after is None else round(healed_after, 1)}s by {how_healed}; "
+          f"dra_health: {FIGURES[-1][1][:300]}", file=sys.stderr)
     return seen
 
 
@@ -107,7 +109,7 @@ def fault_ns(core):
         print("\n[faults] fault | dra_health said | healed by | detect s | heal s", file=sys.stderr)
         for fault, said, how, detect, heal in FIGURES:
             print(f"[faults] {fault} | {said[:160]} | {how} | {'-' if detect is None else f'{detect:.1f}'} | "
-                  f"{heal:.1f}", file=sys.stderr)
+                  f"{'-' if heal is None else f'{heal:.1f}'}", file=sys.stderr)
 
 
 def claim_pod(core, custom, name: str, node: str = NODE):
