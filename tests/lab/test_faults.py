@@ -23,7 +23,12 @@ import pytest
 
 from conftest import KUBECONFIG, REPO, node_host, run_playbook, wait_for
 
-sys.path.insert(0, str(REPO / "collections"))
+# The collection's code through Ansible's collection finder, installed as the CLIs install it (and as
+# test_mirror.py's templating needs it: a plain import of ansible_collections first would hide the finder).
+sys.path.insert(0, str(REPO / "tests" / "unit"))
+from render import use_this_checkout  # noqa: E402  (tests/unit/render.py)
+
+use_this_checkout()
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect, dra_model  # noqa: E402
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import KubeClient  # noqa: E402
 
