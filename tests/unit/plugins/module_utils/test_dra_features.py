@@ -167,4 +167,4 @@ def test_consumable_capacity_demo_makes_the_claims_the_table_says():
     assert len(claims) == dra_features.BY_NAME['consumable_capacity'].seat_claims
     for claim in claims:
         [request] = claim['spec']['devices']['requests']
-        assert request['exactly']['capacity']['requests'] == {'memory': '10Gi'}
+        assert request['exactly']['capacity']['requests'] == {'memory': '10Gi', 'compute': '10'}
