@@ -82,7 +82,7 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
     people = dict(people or {})
     objects = dict(device_classes=list(device_classes or []), slices=list(slices or []), claims=list(claims or []),
                    pods=list(pods or []), nodes=list(nodes or []), namespaces=list(namespaces or []))
-    explanations = dra_explain.explain_pending(now=now, **objects)
+    explanations = dra_explain.explain_pending(now=now, device_taint_rules=list(device_taint_rules or []), **objects)
     report = dra_model.analyze(events=list(events or []), driver=driver,
                                expected_devices_per_node=expected_devices_per_node, stale_claim_age=stale_claim_age,
                                now=now, explanations=dict((item['claim'], item) for item in explanations),

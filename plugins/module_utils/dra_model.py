@@ -649,7 +649,8 @@ def device_status(claim):
 
 def capacity_rows(device, consumed):
     """[{name, total, used, free, over}] of a shared device's capacities, sorted by name, given the
-    consumedCapacity mappings of the allocations that share it (also the board's)."""
+    consumedCapacity mappings of the allocations that share it (also the board's and the explainer's). An
+    allocation that records no consumedCapacity (made while the device was not shareable) holds all of it."""
     rows = []
     for name, entry in sorted((device.get('capacity') or {}).items()):
         try:
@@ -659,7 +660,7 @@ def capacity_rows(device, consumed):
         used = 0
         for amounts in consumed:
             try:
-                used += parse_quantity((amounts or {}).get(name, '0'))
+                used += parse_quantity(amounts.get(name, '0')) if amounts else total
             except ValueError:
                 continue
         rows.append({'name': name, 'total': format_quantity(total), 'used': format_quantity(used),
@@ -709,21 +710,25 @@ def _rule_matches(rule, driver, pool, device_name):
                for field, value in (('driver', driver), ('pool', pool), ('device', device_name)))
 
 
+def device_taints(driver, pool, device_name, device, rules):
+    """The taints of a device: its own (rule None) and those of the DeviceTaintRules that select it (rule = name);
+    each with key, value, effect, rule (also the explainer's)."""
+    taints = [dict(taint, rule=None) for taint in device.get('taints') or []]
+    for rule in rules or []:
+        if _rule_matches(rule, driver, pool, device_name):
+            taints.append(dict((rule.get('spec') or {}).get('taint') or {}, rule=_name(rule)))
+    return [dict((k, taint.get(k)) for k in ('key', 'value', 'effect', 'rule')) for taint in taints]
+
+
 def _check_taints(index, rules, problems):
     """A row per tainted device (its own taints and those of DeviceTaintRules), and a warning for each."""
     rows = []
     for pool_key in sorted(index.pools, key=lambda k: (k[0] or '', k[1] or '')):
         pool = index.pools[pool_key]
         for device_name in sorted(pool['devices']):
-            device = pool['devices'][device_name]
-            taints = [dict(taint, rule=None) for taint in device.get('taints') or []]
-            for rule in rules:
-                if _rule_matches(rule, pool['driver'], pool['pool'], device_name):
-                    taint = (rule.get('spec') or {}).get('taint') or {}
-                    taints.append(dict(taint, rule=_name(rule)))
+            taints = device_taints(pool['driver'], pool['pool'], device_name, pool['devices'][device_name], rules)
             if not taints:
                 continue
-            taints = [dict((k, taint.get(k)) for k in ('key', 'value', 'effect', 'rule')) for taint in taints]
             rows.append({'driver': pool['driver'], 'pool': pool['pool'], 'node': pool['node'], 'device': device_name,
                          'taints': taints})
             text = join_names([taint_text(t) + (' (DeviceTaintRule %s)' % t['rule'] if t['rule'] else '')

@@ -489,7 +489,7 @@ def run(module, client, now=None):
         module.warn(warning)
     explanations = dra_explain.explain_pending(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
-        nodes=data['nodes'], namespaces=data['namespaces'], now=now)
+        nodes=data['nodes'], namespaces=data['namespaces'], now=now, device_taint_rules=data['device_taint_rules'])
     report = dra_model.analyze(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],
