@@ -161,6 +161,11 @@ def test_admin_access_is_refused_to_a_seat_and_given_to_the_instructor(control_p
     assert refused.returncode != 0, refused.stdout
     assert "admin-access" in refused.stderr, refused.stderr
     assert resource_api(api).list_namespaced_resource_claim(SEAT).items == []
+    # The file's pod was accepted; without its claim it never starts.
+    pod = core_api(api).read_namespaced_pod("monitor-gpu", SEAT)
+    assert pod.status.phase == "Pending" and not pod.spec.node_name
+    seat("delete", "--wait=false", *demo("admin-access", "claim.yaml"), "--ignore-not-found")
+    wait_for(f"no pods in {SEAT}", lambda: not core_api(api).list_namespaced_pod(SEAT).items, timeout=120)
 
     instructor("apply", *demo("admin-access", "instructor-namespace.yaml"))
     try:
