@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: lab-tools mirror test-mirror lab lab-down test-lab test-lab-board harness cluster-up cluster-down test-integration
+.PHONY: lab-tools mirror test-mirror lab lab-down test-lab test-lab-features test-lab-board harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test build clean
 
 help: ## List the targets.
@@ -132,6 +132,11 @@ lab-down: ## Remove the lab's nodes, volumes and network (found by their label).
 # testinfra verify, destroy. It shares the lab's nodes: it replaces a running lab.
 test-lab: mirror test-tools ## The molecule scenario (the whole lab, then removed).
 	$(LAB_ENV) $(BIN)/molecule test --scenario-name default
+
+# molecule/features: the same lab with dralab_dra_features: [consumable_capacity]; a seat runs the demo over SSH.
+# Not in `make test` (a second lab build); run it when the DRA features change.
+test-lab-features: mirror test-tools ## The molecule scenario with a DRA feature on (the whole lab, then removed).
+	$(LAB_ENV) $(BIN)/molecule test --scenario-name features
 
 test-lab-board: setup lab-tools ## The GPU board in headless chromium, against the lab that make lab left up.
 	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/check_board.py

@@ -1,6 +1,6 @@
 """The lab tier's checks: the podman lab of tests/harness/nodes.py after playbooks/site.yml.
 
-molecule/default runs these as its verifier; with a lab already built
+molecule/default runs these as its verifier (features/ only for molecule/features); with a lab already built
 (make lab) they run alone: `pytest tests/lab`. Nodes are reached with
 `podman exec` (testinfra's podman backend), the API with the admin kubeconfig
 that control_plane fetched, and the seats over SSH with their passwords, as a
@@ -151,3 +151,15 @@ def wait_for(what: str, check, timeout: float = 120, interval: float = 2):
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+FEATURES_DIR = Path(__file__).resolve().parent / "features"
+
+
+def pytest_ignore_collect(collection_path, config):
+    """tests/lab/features checks the lab of molecule/features (a DRA feature on): left out unless an argument
+    names it, so molecule/default's verifier (this folder) does not run it against the default lab."""
+    if Path(collection_path).resolve() != FEATURES_DIR:
+        return None
+    named = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
+    return True if not any(arg == FEATURES_DIR or FEATURES_DIR in arg.parents for arg in named) else None
