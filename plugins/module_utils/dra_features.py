@@ -224,12 +224,12 @@ def markdown_table():
         gates = ', '.join('`%s` (%s%s)' % (gate, FEATURE_GATES[gate][0].lower(),
                                            ', on by default' if FEATURE_GATES[gate][1] else '')
                           for gate in feature.gates)
-        extra = ['API `%s`' % entry.split('=')[0] for entry in feature.api_versions]
+        extra = ['API `%s`' % entry.split('=', 1)[0] for entry in feature.api_versions]
         extra += ['chart `%s`' % text for text in _flat_values(feature.helm_values)]
         extra += ['DeviceClass `%s`' % item['name'] for item in feature.device_classes]
         demo = '[%s](docs/demos/%s/)' % (feature.demo, feature.demo) if feature.demo else '-'
-        lines.append('| `%s` | %s | %s | %s | %s |' % (feature.name, feature.title, gates,
-                                                        ', '.join(extra) or '-', demo))
+        row = (feature.name, feature.title, gates, ', '.join(extra) or '-', demo)
+        lines.append('| `%s` | %s | %s | %s | %s |' % row)
     return '\n'.join(lines) + '\n'
 
 

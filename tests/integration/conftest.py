@@ -142,7 +142,7 @@ def pytest_ignore_collect(collection_path, config):
     path = Path(collection_path).resolve()
     if path not in _session_folders(config):
         return None
-    named = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
+    named = [Path(str(arg).split("::", maxsplit=1)[0]).resolve() for arg in config.args]
     return True if not any(arg == path or path in arg.parents for arg in named) else None
 
 

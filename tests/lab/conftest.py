@@ -161,5 +161,5 @@ def pytest_ignore_collect(collection_path, config):
     names it, so molecule/default's verifier (this folder) does not run it against the default lab."""
     if Path(collection_path).resolve() != FEATURES_DIR:
         return None
-    named = [Path(str(arg).split("::")[0]).resolve() for arg in config.args]
+    named = [Path(str(arg).split("::", maxsplit=1)[0]).resolve() for arg in config.args]
     return True if not any(arg == FEATURES_DIR or FEATURES_DIR in arg.parents for arg in named) else None

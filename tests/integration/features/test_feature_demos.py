@@ -140,13 +140,13 @@ def test_device_taints_keep_tainted_cards_from_claims_that_do_not_tolerate_them(
         assert all(t["rule"] == "maintenance-gpu-0" for r in health["tainted_devices"] for t in r["taints"])
         assert len(problems_of(health, "device_tainted")) == len(control_plane.nodes)
 
-        cleanup.append(demo("device-taints", "claim.yaml"))
-        seat("apply", *demo("device-taints", "claim.yaml"))
+        cleanup.append(demo("device-taints", "claim.yaml", "pod.yaml"))
+        seat("apply", *demo("device-taints", "claim.yaml", "pod.yaml"))
         wait_pod_unschedulable(api, SEAT, "wants-gpu-0")
         assert results(claim(api, "wants-gpu-0")) == []
 
-        cleanup.append(demo("device-taints", "claim-tolerating.yaml"))
-        seat("apply", *demo("device-taints", "claim-tolerating.yaml"))
+        cleanup.append(demo("device-taints", "claim-tolerating.yaml", "pod-tolerating.yaml"))
+        seat("apply", *demo("device-taints", "claim-tolerating.yaml", "pod-tolerating.yaml"))
         wait_pod_running(api, SEAT, "tolerates-maintenance")
         [result] = results(claim(api, "tolerates-maintenance"))
         assert result.device == "gpu-0"
@@ -157,20 +157,20 @@ def test_device_taints_keep_tainted_cards_from_claims_that_do_not_tolerate_them(
 
 def test_admin_access_is_refused_to_a_seat_and_given_to_the_instructor(control_plane, workshop, seat, instructor):
     api = control_plane.api_client
-    refused = seat("apply", *demo("admin-access", "claim.yaml"), check=False)
+    refused = seat("apply", *demo("admin-access", "claim.yaml", "pod.yaml"), check=False)
     assert refused.returncode != 0, refused.stdout
     assert "admin-access" in refused.stderr, refused.stderr
     assert resource_api(api).list_namespaced_resource_claim(SEAT).items == []
     # The file's pod was accepted; without its claim it never starts.
     pod = core_api(api).read_namespaced_pod("monitor-gpu", SEAT)
     assert pod.status.phase == "Pending" and not pod.spec.node_name
-    seat("delete", "--wait=false", *demo("admin-access", "claim.yaml"), "--ignore-not-found")
+    seat("delete", "--wait=false", *demo("admin-access", "claim.yaml", "pod.yaml"), "--ignore-not-found")
     wait_for(f"no pods in {SEAT}", lambda: not core_api(api).list_namespaced_pod(SEAT).items, timeout=120)
 
     instructor("apply", *demo("admin-access", "instructor-namespace.yaml"))
     try:
         wait_default_service_account(api, MONITORING)
-        instructor("-n", MONITORING, "apply", *demo("admin-access", "claim.yaml"))
+        instructor("-n", MONITORING, "apply", *demo("admin-access", "claim.yaml", "pod.yaml"))
         wait_pod_running(api, MONITORING, "monitor-gpu")
         [result] = results(claim(api, "monitor-gpu", MONITORING))
         assert result.admin_access is True

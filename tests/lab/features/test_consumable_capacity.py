@@ -45,7 +45,7 @@ def test_the_lab_runs_with_consumable_capacity(api):
 def test_the_demo_is_in_the_seats_home(seat):
     rc, out, err = seat.run(f"ls {DEMO}")
     assert rc == 0, err
-    assert sorted(out.split()) == ["README.md", "claims.yaml", "pod.yaml"]
+    assert sorted(out.split()) == ["README.md", "claim-small-1.yaml", "claim-small-2.yaml", "claim-small-3.yaml", "pod.yaml"]
 
 
 def test_three_claims_share_one_card_with_50gi_left(seat):
