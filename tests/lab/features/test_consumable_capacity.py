@@ -83,7 +83,7 @@ def test_health_reports_the_card_with_its_capacity(health_after_demo):
 def health_after_demo(tmp_path):
     """dralab.workshop.dra_health's result while the demo runs (the session's `health` is read earlier)."""
     out = tmp_path / "health.json"
-    proc = run_playbook(HEALTH_PLAYBOOK, "-e", json.dumps({"health_json_path": str(out),
-                                          "health_options": {"fail_on_unhealthy": False}}))
+    options = {"health_json_path": str(out), "health_options": {"fail_on_unhealthy": False}}
+    proc = run_playbook(HEALTH_PLAYBOOK, "-e", json.dumps(options))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return json.loads(out.read_text())
