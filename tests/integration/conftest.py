@@ -57,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # link to the repository; ansible_collections is a namespace package, beside the one of the ansible package).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "collections"))
 from k8s_helpers import api_from_kubeconfig, lab_changes, lab_state  # noqa: E402  (tests/integration/k8s_helpers.py)
-from playbook import Lab  # noqa: E402  (tests/integration/playbook.py)
+from playbook import Lab, converge_lab  # noqa: E402  (tests/integration/playbook.py)
 
 SETTLE_SECONDS = 180  # for what a module deleted to be gone (namespaces, pods) before the next module starts
 
@@ -132,9 +132,9 @@ def pytest_addoption(parser):
 
 
 def _session_folders(config) -> list[Path]:
-    """Sub-folders of this one that run as sessions of their own (a conftest.py overriding dra_features)."""
+    """Sub-folders of this one that run as sessions of their own (a conftest.py calling playbook.feature_session)."""
     here = Path(__file__).resolve().parent
-    return [path.parent for path in here.glob("*/conftest.py") if "def dra_features" in path.read_text()]
+    return [path.parent for path in here.glob("*/conftest.py") if "feature_session(" in path.read_text()]
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -199,9 +199,7 @@ def lab(control_plane, tmp_path_factory) -> Lab:
 @pytest.fixture(scope="session")
 def workshop(lab) -> Lab:
     """The converged lab: the default DeviceClass menu (driver.yml) and 72 seats (users.yml)."""
-    lab.converge("playbooks/driver.yml")
-    lab.converge("playbooks/users.yml")
-    return lab
+    return converge_lab(lab)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ its own) and binding_conditions (the driver's controller is not part of the harn
 
 from __future__ import annotations
 
-import pytest
+from playbook import feature_session
 
 FEATURES = ["consumable_capacity", "prioritized_list", "device_status", "extended_resource", "device_taints",
             "admin_access"]
@@ -21,14 +21,4 @@ SEATS = 3
 LAB_VARS = {"dralab_dra_features": FEATURES, "dralab_seats": SEATS, "dralab_gpus_per_seat": 3}
 
 
-@pytest.fixture(scope="session")
-def dra_features() -> list[str]:
-    return list(FEATURES)
-
-
-@pytest.fixture(scope="session")
-def workshop(lab):
-    """The lab converged with these features: driver.yml (the menu and the features' classes), users.yml."""
-    lab.converge("playbooks/driver.yml", extra_vars=LAB_VARS)
-    lab.converge("playbooks/users.yml", extra_vars=LAB_VARS)
-    return lab
+dra_features, workshop = feature_session(FEATURES, LAB_VARS)

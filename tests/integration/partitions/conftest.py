@@ -4,20 +4,10 @@
 
 from __future__ import annotations
 
-import pytest
+from playbook import feature_session
 
 FEATURES = ["partitionable_devices"]
 LAB_VARS = {"dralab_dra_features": FEATURES, "dralab_seats": 1}
 
 
-@pytest.fixture(scope="session")
-def dra_features() -> list[str]:
-    return list(FEATURES)
-
-
-@pytest.fixture(scope="session")
-def workshop(lab):
-    """The menu with the partition class (driver.yml) and one seat (users.yml)."""
-    lab.converge("playbooks/driver.yml", extra_vars=LAB_VARS)
-    lab.converge("playbooks/users.yml", extra_vars=LAB_VARS)
-    return lab
+dra_features, workshop = feature_session(FEATURES, LAB_VARS)
