@@ -3,7 +3,7 @@ workshop_users copied into its home (~/demos/consumable-capacity), unchanged: th
 of a real kubelet + containerd node, 50Gi of it left, the pod's container sees its three shares, dra_health
 reports the card healthy with its capacity used and free.
 
-Only meaningful on a lab built with molecule/features/features.yml (dralab_dra_features: [consumable_capacity],
+Only meaningful on a lab built with molecule/features/vars/features.yml (dralab_dra_features: [consumable_capacity],
 dralab_gpus_per_seat: 3); the first test checks that the lab is that one.
 """
 
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import HEALTH_PLAYBOOK, login, run_playbook, wait_for  # noqa: E402  (tests/lab/conftest.py)
 
 REPO = Path(__file__).resolve().parents[3]
-FEATURES = yaml.safe_load((REPO / "molecule" / "features" / "features.yml").read_text())
+FEATURES = yaml.safe_load((REPO / "molecule" / "features" / "vars" / "features.yml").read_text())
 SEAT = "user01"
 DEMO = "~/demos/consumable-capacity"
 
