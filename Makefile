@@ -92,8 +92,15 @@ cluster-down: setup ## Stop the control plane started by cluster-up and remove i
 
 # INTEGRATION_ARGS: more pytest options, e.g. --reverse-modules or --shuffle-modules SEED (tests/integration/conftest.py).
 INTEGRATION_ARGS ?=
+# One pytest session, so one cluster at a time, per set of DRA features: the default lab, then the alpha features,
+# then the partitions. INTEGRATION_ARGS naming tests (tests/...) runs those alone, in one session.
+INTEGRATION_SESSIONS ?= tests/integration tests/integration/features tests/integration/partitions
 test-integration: harness ## Integration tests against a real control plane (pytest starts and stops it).
-	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS) tests/integration
+	if [ -n "$(findstring tests/,$(INTEGRATION_ARGS))" ]; then \
+	  DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS); \
+	else for session in $(INTEGRATION_SESSIONS); do \
+	  DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS) $$session || exit 1; \
+	done; fi
 
 # --- lab tier: the offline mirror, podman "VMs", site.yml end to end
 # gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,

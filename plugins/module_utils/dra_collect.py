@@ -20,11 +20,14 @@ LIST_PATHS = (
     ('namespaces', '/api/v1/namespaces'),
 )
 EVENTS_PATH = '/api/v1/events'
+# Served only with the DRADeviceTaintRules gate and resource.k8s.io/v1alpha3 (feature device_taints).
+TAINT_RULES_PATH = '/apis/resource.k8s.io/v1alpha3/devicetaintrules'
 EVENTS_QUERY = {'fieldSelector': 'reason=FailedScheduling'}
 
 
 def collect(client, include_events=True):
-    """Read DeviceClasses, ResourceSlices, ResourceClaims, Pods, Nodes, Namespaces (and FailedScheduling events).
+    """Read DeviceClasses, ResourceSlices, ResourceClaims, Pods, Nodes, Namespaces, the DeviceTaintRules where the
+    API serves them (and FailedScheduling events).
 
     client is a KubeClient (or anything with its list_items(path, query=None)).
 
@@ -36,6 +39,13 @@ def collect(client, include_events=True):
         data[key] = client.list_items(path)
     data['events'] = []
     warnings = []
+    try:
+        data['device_taint_rules'] = client.list_items(TAINT_RULES_PATH)
+    except K8sError as exc:
+        data['device_taint_rules'] = []
+        if exc.status != 404:  # 404: the lab does not serve them (no device_taints feature)
+            warnings.append('Could not read DeviceTaintRules (%s); only the taints the drivers publish are '
+                            'reported.' % exc)
     if include_events:
         try:
             data['events'] = client.list_items(EVENTS_PATH, EVENTS_QUERY)

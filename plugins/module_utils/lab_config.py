@@ -18,6 +18,11 @@ import difflib
 import re
 
 from ansible_collections.dralab.workshop.plugins.module_utils.device_class_menu import validate_menu
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import (
+    feature_problems,
+    gate_conflicts,
+    selected,
+)
 from ansible_collections.dralab.workshop.plugins.module_utils.feature_gates import (
     FEATURE_GATES,
     FEATURE_GATES_VERSION,
@@ -325,6 +330,27 @@ def _check_feature_gates(config, supported_version, report):
     return gates
 
 
+def _check_dra_features(config, gates, report):
+    """dralab_dra_features: known names, each once; no dralab_feature_gates entry switching off what they need."""
+    key = 'dralab_dra_features'
+    features = _given(config, key)
+    problems = feature_problems(features, key)
+    report.errors.extend(problems)
+    if problems:
+        return
+    for problem in gate_conflicts(features, gates or {}):
+        report.error('dralab_feature_gates', problem)
+    try:
+        per_seat = as_int(_given(config, 'dralab_gpus_per_seat'))
+    except ValueError:
+        return
+    for feature in selected(features):
+        if feature.seat_claims > per_seat:
+            report.warn(key, '%s: its demo (docs/demos/%s) makes %d claims in a seat, and dralab_gpus_per_seat %d '
+                             'lets a seat hold %d; raise dralab_gpus_per_seat to %d for the seats to run it'
+                        % (feature.name, feature.demo, feature.seat_claims, per_seat, per_seat, feature.seat_claims))
+
+
 def _check_seats(config, report):
     """Validate the seat settings; return the effective seat names (or None)."""
     explicit = config.get('dralab_seat_names')
@@ -492,7 +518,8 @@ def validate(config, compile_problem=None):
     report = _Report()
     _check_inventory(config, report)
     supported = _check_version(config, report)
-    _check_feature_gates(config, supported, report)
+    gates = _check_feature_gates(config, supported, report)
+    _check_dra_features(config, gates, report)
     _check_bool(config, 'dralab_cgroup_v1', report)
     for key in ('dralab_devices_per_node', 'dralab_gpus_per_seat'):
         _check_int_range(config, key, _bounds(key), report)

@@ -247,14 +247,21 @@ def log_tail(path: Path, lines: int = 15) -> str:
 
 class Cluster:
     def __init__(self, directory: str | Path, nodes=DEFAULT_NODES, feature_gates: str = "",
-                 num_devices: int = 8, timeout: float = 240, die_with_parent: bool = False):
+                 num_devices: int = 8, timeout: float = 240, die_with_parent: bool = False,
+                 runtime_config=(), driver_values: dict | None = None):
         """die_with_parent: the processes get SIGKILL if this process dies (even by
         SIGKILL), for in-process use such as a pytest fixture. The CLI's `up` leaves
-        it off so the cluster outlives the command."""
+        it off so the cluster outlives the command.
+        runtime_config: more kube-apiserver --runtime-config entries (resource.k8s.io/v1alpha3=true).
+        driver_values: dra-example-driver chart values (as roles/dra_driver passes them) that the kubelet
+        plugins get the way the chart hands them over (chart_plugin_env)."""
         self.dir = Path(directory).resolve()
         self.die_with_parent = die_with_parent
         self.nodes = list(nodes)
         self.feature_gates = normalize_gates(feature_gates)
+        self.runtime_config = list(runtime_config)
+        self.driver_values = dict(driver_values or {})
+        self.plugin_env = chart_plugin_env(self.driver_values)
         self.num_devices = num_devices
         self.timeout = timeout
         self.state: dict = {"procs": []}
@@ -309,7 +316,8 @@ class Cluster:
                 raise ClusterError(f"{self.dir} exists and is not empty; refusing to use it")
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / MARKER).touch()
-        self.state = {"procs": [], "nodes": self.nodes, "feature_gates": self.feature_gates}
+        self.state = {"procs": [], "nodes": self.nodes, "feature_gates": self.feature_gates,
+                      "runtime_config": self.runtime_config, "driver_values": self.driver_values}
         self._save_state()
 
     def _up(self) -> None:
@@ -381,7 +389,7 @@ class Cluster:
             f"--etcd-certfile={p('etcd', 'crt')}", f"--etcd-keyfile={p('etcd', 'key')}",
             "--authorization-mode=Node,RBAC",
             *apiserver_role_flags(),  # as roles/control_plane sets them
-            "--runtime-config=resource.k8s.io/v1=true",
+            "--runtime-config=" + ",".join(["resource.k8s.io/v1=true", *self.runtime_config]),
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki.dir / 'sa.pub'}",
@@ -452,8 +460,8 @@ class Cluster:
                 f"--kubelet-registrar-directory-path={nd / 'registry'}",
                 f"--kubelet-plugins-directory-path={nd / 'plugins'}",
                 f"--cdi-root={nd / 'cdi'}",
-            ])
-        self._wait(f"{len(self.nodes)} ResourceSlices with {self.num_devices} devices",
+            ], env=self.plugin_env)
+        self._wait(f"{len(self.nodes)} ResourceSlices with {self.devices_published} devices",
                    lambda: self._slices_ready(api))
 
     def _node_dir(self, name: str) -> Path:
@@ -548,9 +556,15 @@ class Cluster:
         client.CoreV1Api(api).read_namespaced_service_account("default", "default")
         return True
 
+    @property
+    def devices_published(self) -> int:
+        """Devices each node's plugin publishes: with partitions, each card as its partitions and itself whole."""
+        partitions = int(self.plugin_env.get("GPU_PARTITIONS", "0"))
+        return self.num_devices * (partitions + 1) if partitions > 0 else self.num_devices
+
     def _slices_ready(self, api) -> bool:
         counts = self.devices_per_node(api)
-        return all(counts.get(name) == self.num_devices for name in self.nodes)
+        return all(counts.get(name) == self.devices_published for name in self.nodes)
 
     def devices_per_node(self, api) -> dict[str, int]:
         from kubernetes import client
@@ -679,6 +693,34 @@ def _die_with_parent() -> None:
 
 def _exit_on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)  # unwinds through up()'s cleanup
+
+
+# How the dra-example-driver v0.4.0 chart hands its values to the kubelet plugin
+# (deployments/helm/dra-example-driver/templates/kubeletplugin.yaml): value path -> environment variable.
+# The harness runs the plugin without the chart, so it does the same for the values it supports.
+CHART_PLUGIN_ENV = {
+    ("gpuAllowMultipleAllocations",): "GPU_ALLOW_MULTIPLE_ALLOCATIONS",
+    ("gpuDeviceStatus",): "GPU_DEVICE_STATUS",
+    ("kubeletPlugin", "gpuPartitions"): "GPU_PARTITIONS",
+    ("kubeletPlugin", "bindingConditions"): "BINDING_CONDITIONS",
+}
+
+
+def chart_plugin_env(values: dict) -> dict[str, str]:
+    """The kubelet plugin's environment for chart values; ClusterError for a value the harness cannot pass."""
+    env: dict[str, str] = {}
+
+    def walk(prefix: tuple, tree: dict) -> None:
+        for key, value in tree.items():
+            path = (*prefix, key)
+            if isinstance(value, dict):
+                walk(path, value)
+            elif path in CHART_PLUGIN_ENV:
+                env[CHART_PLUGIN_ENV[path]] = str(value).lower() if isinstance(value, bool) else str(value)
+            else:
+                raise ClusterError(f"chart value {'.'.join(path)} has no kubelet plugin equivalent in the harness")
+    walk((), values or {})
+    return env
 
 
 def normalize_gates(spec: str) -> str:

@@ -81,10 +81,12 @@ def test_healthy_lab_has_no_problems(healthy):
     assert report['summary'] == {
         'driver': 'gpu.example.com', 'nodes_expected': 3, 'nodes_publishing': 3, 'nodes_complete': 3,
         'devices_expected': 24, 'devices_published': 24, 'devices_allocated': 5, 'devices_free': 19, 'claims_total': 5, 'claims_pending': 0,
-        'claims_allocated': 5, 'claims_reserved': 4, 'errors': 0, 'warnings': 0,
+        'claims_allocated': 5, 'claims_reserved': 4, 'devices_shared': 0, 'devices_tainted': 0, 'errors': 0,
+        'warnings': 0,
     }
     assert report['nodes'] == [
-        {'name': n, 'driver': 'gpu.example.com', 'published': 8, 'expected': 8, 'slices': 1, 'ready': True}
+        {'name': n, 'driver': 'gpu.example.com', 'published': 8, 'expected': 8, 'devices': 8, 'slices': 1,
+         'ready': True}
         for n in ('node1', 'node2', 'node3')]
     assert [(p['pool'], p['node'], p['generation'], p['resource_slice_count'], p['slices_seen'], p['consistent'])
             for p in report['pools']] == [('node1', 'node1', 1, 1, 1, True), ('node2', 'node2', 1, 1, 1, True),
@@ -100,7 +102,8 @@ def test_healthy_claim_rows(healthy):
     assert shared['reserved_for'] == ['shared-1', 'shared-2']
     assert shared['holder_pods_alive'] == ['shared-1', 'shared-2']
     assert shared['devices'] == [{'driver': 'gpu.example.com', 'pool': 'node3', 'device': 'gpu-2', 'request': 'gpu',
-                                  'node': 'node3'}]
+                                  'node': 'node3', 'consumed_capacity': {}, 'share_id': None}]
+    assert shared['device_status'] == []
     assert shared['owner_template'] is False
     assert shared['age_seconds'] == 1800
     assert shared['pending_reason'] is None
@@ -139,7 +142,8 @@ def test_broken_summary_and_counts(broken):
     assert report['summary'] == {
         'driver': 'gpu.example.com', 'nodes_expected': 4, 'nodes_publishing': 3, 'nodes_complete': 2,
         'devices_expected': 32, 'devices_published': 22, 'devices_allocated': 10, 'devices_free': 14, 'claims_total': 16, 'claims_pending': 4,
-        'claims_allocated': 12, 'claims_reserved': 10, 'errors': 10, 'warnings': 6,
+        'claims_allocated': 12, 'claims_reserved': 10, 'devices_shared': 3, 'devices_tainted': 0, 'errors': 10,
+        'warnings': 6,
     }
     counts = {}
     for problem in report['problems']:
@@ -158,8 +162,10 @@ def test_broken_summary_and_counts(broken):
     }
     severities = [p['severity'] for p in report['problems']]
     assert severities == sorted(severities)  # errors first
-    # The kubelet plugin checks need plugin_labels (test_driver_plugin_* below); every other type occurs here.
-    assert set(p['type'] for p in report['problems']) == set(dra_model.PROBLEM_TYPES) - set(PLUGIN_TYPES)
+    # The kubelet plugin checks need plugin_labels (test_driver_plugin_* below); the problems of the DRA features
+    # have their tests in test_dra_model_features.py; every other type occurs here.
+    assert set(p['type'] for p in report['problems']) == set(dra_model.PROBLEM_TYPES) - set(PLUGIN_TYPES) - {
+        'device_capacity_exceeded', 'device_tainted'}
 
 
 def test_node_rows(broken):
@@ -481,7 +487,8 @@ def test_seventy_two_seat_rush(healthy):
     assert report['summary'] == {
         'driver': 'gpu.example.com', 'nodes_expected': 3, 'nodes_publishing': 3, 'nodes_complete': 3,
         'devices_expected': 24, 'devices_published': 24, 'devices_allocated': 24, 'devices_free': 0, 'claims_total': 72, 'claims_pending': 48,
-        'claims_allocated': 24, 'claims_reserved': 24, 'errors': 0, 'warnings': 48,
+        'claims_allocated': 24, 'claims_reserved': 24, 'devices_shared': 0, 'devices_tainted': 0, 'errors': 0,
+        'warnings': 48,
     }
     pending = by_type(report, 'claim_pending')
     assert len(pending) == 48

@@ -111,7 +111,7 @@ def test_reads_every_list_and_pages_events():
     code, result = run({'fail_on_unhealthy': False}, client)
     assert code == 0
     paths = [call[1] for call in client.calls if call[0] == 'list_items']
-    assert paths == [entry[1] for entry in dra_collect.LIST_PATHS]
+    assert paths == [entry[1] for entry in dra_collect.LIST_PATHS] + [dra_collect.TAINT_RULES_PATH]
     event_calls = [query for kind, path, query in client.calls if path == '/api/v1/events']
     assert len(event_calls) == 2  # two FailedScheduling events, one per page
     assert all(q['fieldSelector'] == 'reason=FailedScheduling' and q['limit'] == 500 for q in event_calls)
@@ -195,3 +195,21 @@ def test_pending_claims_carry_the_explainer():
     rows = dict(((c['namespace'], c['name']), c) for c in result['claims'])
     assert rows[('user19', 'huge-claim')]['explain_reason'] == 'no_such_class'
     assert all(row['explain_reason'] is None for row in rows.values() if row['state'] != 'pending')
+
+
+def test_taint_rules_are_read_where_served_and_reported():
+    rule = {'apiVersion': 'resource.k8s.io/v1alpha3', 'kind': 'DeviceTaintRule', 'metadata': {'name': 'maint'},
+            'spec': {'deviceSelector': {'driver': 'gpu.example.com', 'pool': 'node1', 'device': 'gpu-0'},
+                     'taint': {'key': 'dralab.workshop/maintenance', 'effect': 'NoSchedule'}}}
+    client = FakeClient('healthy')
+    client.lists[dra_collect.TAINT_RULES_PATH] = {'items': [rule]}
+    code, result = run({}, client)
+    assert code == 0 and result['healthy']
+    assert result['tainted_devices'] == [{'driver': 'gpu.example.com', 'pool': 'node1', 'node': 'node1',
+                                          'device': 'gpu-0', 'taints': [{'key': 'dralab.workshop/maintenance',
+                                                                         'value': None, 'effect': 'NoSchedule',
+                                                                         'rule': 'maint'}]}]
+    assert result['summary']['devices_tainted'] == 1
+    # Without the API (404) there are none, and no warning.
+    code, result = run({}, FakeClient('healthy'))
+    assert result['tainted_devices'] == [] and not result.get('warnings')
