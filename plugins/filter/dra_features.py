@@ -25,14 +25,20 @@ options:
       - V(feature_gates), the gate names (list); V(api_versions), entries of kube-apiserver's C(--runtime-config)
         (list); V(helm_values), values of the dra-example-driver chart (dictionary); V(device_classes), the
         DeviceClasses to add to the menu (list of name, description, selectors); V(demos), the folder names under
-        docs/demos (list).
+        docs/demos (list); V(driver_releases), more releases of the driver chart (list of suffix, name, driver,
+        values); V(companion_classes), the DeviceClasses of which a seat's claim may hold one device beside its
+        GPU (list).
     type: str
     required: true
-    choices: [feature_gates, api_versions, helm_values, device_classes, demos]
+    choices: [feature_gates, api_versions, helm_values, device_classes, demos, driver_releases, companion_classes]
   menu:
     description: With O(what=device_classes), the menu; classes it already names are left out.
     type: list
     elements: dict
+  release_name:
+    description: With O(what=driver_releases), the name of the driver's own release; each added release is
+      named after it, C(<release_name>-<suffix>).
+    type: str
 positional: what, menu
 """
 
@@ -44,6 +50,9 @@ EXAMPLES = r"""
 # ['device_taints'] | dralab.workshop.dra_features('feature_gates') => ['DRADeviceTaintRules', 'DRADeviceTaints']
 # ['device_taints'] | dralab.workshop.dra_features('api_versions') => ['resource.k8s.io/v1alpha3=true']
 # ['consumable_capacity'] | dralab.workshop.dra_features('helm_values') => {'gpuAllowMultipleAllocations': true}
+# ['gpu_nic_numa'] | dralab.workshop.dra_features('driver_releases', release_name='dra-example-driver')
+#   => [{'suffix': 'net', 'name': 'dra-example-driver-net', 'driver': 'net.example.com',
+#        'values': {'deviceProfile': 'net'}}]
 """
 
 RETURN = r"""
@@ -57,10 +66,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import part
 
 
-def dra_features(features, what, menu=None):
+def dra_features(features, what, menu=None, release_name=None):
     """One part of what the features turn on."""
     try:
-        return part(features, what, menu)
+        return part(features, what, menu, release_name)
     except ValueError as exc:
         raise AnsibleFilterError('dralab.workshop.dra_features: %s' % exc) from None
 

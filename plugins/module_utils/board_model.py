@@ -145,7 +145,8 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
                         'since': row['created'], 'reason': row['explain_reason'] or 'pending',
                         'sentence': row['explain_sentence'] or row['pending_reason'] or ''})
 
-    board_seats = _seats(seats, report['claims'], objects['claims'] + objects['pods'], people, activity or {})
+    board_seats = _seats(seats, report['claims'], objects['claims'] + objects['pods'], people, activity or {},
+                         driver)
     tiles = [tile for node in board_nodes for tile in node['devices']]
     summary = dict(('devices_%s' % state, sum(1 for t in tiles if t['state'] == state)) for state in STATES)
     summary.update(devices=len(tiles), pending=len(pending), errors=report['summary']['errors'],
@@ -160,8 +161,11 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
     }
 
 
-def _seats(seats, claim_rows, objects, people, activity):
-    """One row per seat: the devices it holds, its pending claims, its last activity, its person."""
+def _seats(seats, claim_rows, objects, people, activity, driver):
+    """One row per seat: the devices it holds, its pending claims, its last activity, its person.
+
+    holds counts the board's devices (driver's: the GPUs); devices lists them and, named with their driver,
+    what the seat's claims hold of other drivers (the NIC beside a GPU of gpu_nic_numa)."""
     latest = {}
     for obj in objects:
         namespace = _meta(obj).get('namespace')
@@ -173,6 +177,7 @@ def _seats(seats, claim_rows, objects, people, activity):
         if namespace in seats and stamp is not None and (namespace not in latest or stamp > latest[namespace]):
             latest[namespace] = stamp
     held = defaultdict(list)
+    companions = defaultdict(list)
     waiting = defaultdict(int)
     for row in claim_rows:
         if row['namespace'] not in seats:
@@ -180,11 +185,16 @@ def _seats(seats, claim_rows, objects, people, activity):
         if row['state'] == 'pending':
             waiting[row['namespace']] += 1
         for device in row['devices']:
-            held[row['namespace']].append('%s on %s' % (device['device'], device['node'] or device['pool']))
+            where = '%s on %s' % (device['device'], device['node'] or device['pool'])
+            if device['driver'] == driver:
+                held[row['namespace']].append(where)
+            else:
+                companions[row['namespace']].append('%s (%s)' % (where, device['driver']))
     rows = []
     for namespace, seat in sorted(seats.items(), key=lambda item: dra_explain.natural_key(item[1])):
         rows.append({'seat': seat, 'namespace': namespace, 'person': people.get(seat),
-                     'holds': len(held[namespace]), 'devices': held[namespace], 'pending': waiting[namespace],
+                     'holds': len(held[namespace]), 'devices': held[namespace] + companions[namespace],
+                     'pending': waiting[namespace],
                      'last_activity': dra_model.format_time(latest.get(namespace))})
     return rows
 

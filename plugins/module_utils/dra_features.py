@@ -16,7 +16,12 @@ item turns it all on at once:
 - demo: the folder under docs/demos that workshop_users copies to each seat's
   home;
 - seat_claims: how many claims at once the demo makes in a seat's namespace
-  (the preflight warns when dralab_gpus_per_seat is lower).
+  (the preflight warns when dralab_gpus_per_seat is lower);
+- driver_releases: more Helm releases of the same chart (dra_driver installs
+  them beside its own and waits for their devices), each with its release
+  name, the driver name its devices are published under and its chart values;
+- companion_classes: DeviceClasses of which a seat's claim may hold one
+  device beside its GPU (seat_policies: the claim-size policies).
 
 Notes kept here because they decide the table:
 - DeviceTaintRule is served as resource.k8s.io/v1alpha3 only in 1.35.
@@ -30,6 +35,15 @@ Notes kept here because they decide the table:
   DeviceClass, which the menu may take over (device_classes_adopt).
 - The driver publishes device status (gpuDeviceStatus) when it prepares a
   claim for a pod, that is when a kubelet calls NodePrepareResources.
+- gpu_nic_numa needs the lab's own build of the driver (tests/harness/gobuild.py,
+  SOURCE_EDITS; the offline mirror's image): both profiles then publish
+  resource.kubernetes.io/pcieRoot, which the stock v0.4.0 does not. The net
+  release needs DRAConsumableCapacity: the net profile publishes every NIC
+  with allowMultipleAllocations and capacity request policies; with the gate
+  off the API server drops those fields, the driver's ResourceSlice controller
+  reports a DroppedFieldsError, which v0.4.0's kubelet plugin treats as fatal
+  (HandleError cancels its context), so the plugin exits and no NIC stays
+  published.
 
 This module imports only feature_gates.py (a values module); lab_config
 validates dralab_dra_features with it and the dra_features filter hands its
@@ -61,10 +75,21 @@ PARTITION_CLASS = {
 # Partitions per card of partitionable_devices (kubeletPlugin.gpuPartitions): 80Gi cards, 20Gi partitions.
 GPU_PARTITIONS = 4
 
+# gpu_nic_numa: the NICs of a second release of the chart (deviceProfile net), and the attribute both drivers share.
+NIC_DRIVER = 'net.example.com'
+PCIE_ROOT_ATTRIBUTE = 'resource.kubernetes.io/pcieRoot'
+NIC_CLASS = {
+    'name': 'nic.example.com',
+    'description': 'An emulated NIC (driver %s), shared by bandwidth; a claim may hold one beside its GPU, on '
+                   'the same PCIe root (matchAttribute %s).' % (NIC_DRIVER, PCIE_ROOT_ATTRIBUTE),
+    'selectors': ["device.driver == '%s'" % NIC_DRIVER],
+}
+NIC_RELEASE = {'suffix': 'net', 'driver': NIC_DRIVER, 'values': {'deviceProfile': 'net'}}
+
 
 class Feature:
     def __init__(self, name, title, gates, demo=None, api_versions=(), helm_values=None, device_classes=(),
-                 seat_claims=1):
+                 seat_claims=1, driver_releases=(), companion_classes=()):
         self.name = name
         self.title = title
         self.gates = tuple(gates)
@@ -73,6 +98,8 @@ class Feature:
         self.helm_values = helm_values or {}
         self.device_classes = list(device_classes)
         self.seat_claims = seat_claims
+        self.driver_releases = list(driver_releases)
+        self.companion_classes = tuple(companion_classes)
 
     def __repr__(self):
         return 'Feature(%s)' % self.name
@@ -96,6 +123,9 @@ FEATURES = (
             api_versions=['resource.k8s.io/v1alpha3=true']),
     Feature('admin_access', 'the instructor monitors GPUs in use (admin access; seats are refused)',
             ['DRAAdminAccess'], demo='admin-access'),
+    Feature('gpu_nic_numa', 'one claim gets a GPU and a NIC on the same PCIe root (matchAttribute)',
+            ['DRAConsumableCapacity'], demo='gpu-nic-numa', driver_releases=[NIC_RELEASE], device_classes=[NIC_CLASS],
+            companion_classes=[NIC_CLASS['name']]),
     Feature('binding_conditions', 'the driver\'s controller confirms a device before the pod is bound',
             ['DRADeviceBindingConditions'],
             helm_values={'kubeletPlugin': {'bindingConditions': True}, 'controller': {'plugins': ['BindingConditions']}}),
@@ -187,6 +217,23 @@ def demos(features):
     return [feature.demo for feature in selected(features) if feature.demo]
 
 
+def driver_releases(features, release_name=None):
+    """The chart releases the features add: suffix, name (release_name-suffix), driver, chart values."""
+    releases = []
+    for feature in selected(features):
+        for release in feature.driver_releases:
+            if release['suffix'] not in [known['suffix'] for known in releases]:
+                name = '%s-%s' % (release_name, release['suffix']) if release_name else release['suffix']
+                releases.append({'suffix': release['suffix'], 'name': name, 'driver': release['driver'],
+                                 'values': _merge({}, release['values'])})
+    return releases
+
+
+def companion_classes(features):
+    """DeviceClasses of which a seat's claim may hold one device beside its GPU, sorted."""
+    return sorted(set(name for feature in selected(features) for name in feature.companion_classes))
+
+
 def gate_conflicts(features, gates):
     """Gates of {name: bool} that switch off a gate a feature needs: messages naming both."""
     problems = []
@@ -203,16 +250,20 @@ PARTS = {
     'api_versions': api_versions,
     'helm_values': helm_values,
     'demos': demos,
+    'companion_classes': companion_classes,
 }
 
 
-def part(features, what, menu=None):
-    """One part of what the features turn on (the dra_features filter): see PARTS, or device_classes."""
+def part(features, what, menu=None, release_name=None):
+    """One part of what the features turn on (the dra_features filter): see PARTS, device_classes (minus the
+    menu's) or driver_releases (named after release_name)."""
     if what == 'device_classes':
         return device_classes(features, menu)
+    if what == 'driver_releases':
+        return driver_releases(features, release_name)
     if what not in PARTS:
         raise ValueError('%s is not a part of a DRA feature (known: %s)'
-                         % (_show(what), ', '.join(sorted(list(PARTS) + ['device_classes']))))
+                         % (_show(what), ', '.join(sorted(list(PARTS) + ['device_classes', 'driver_releases']))))
     return PARTS[what](features)
 
 
@@ -226,6 +277,9 @@ def markdown_table():
                           for gate in feature.gates)
         extra = ['API `%s`' % entry.split('=', 1)[0] for entry in feature.api_versions]
         extra += ['chart `%s`' % text for text in _flat_values(feature.helm_values)]
+        extra += ['release `%s` (chart %s)' % (release['suffix'], ', '.join('`%s`' % text for text in
+                                                                     _flat_values(release['values'])))
+                  for release in feature.driver_releases]
         extra += ['DeviceClass `%s`' % item['name'] for item in feature.device_classes]
         demo = '[%s](docs/demos/%s/)' % (feature.demo, feature.demo) if feature.demo else '-'
         row = (feature.name, feature.title, gates, ', '.join(extra) or '-', demo)

@@ -33,6 +33,7 @@ from collections import defaultdict
 from ansible_collections.dralab.workshop.plugins.module_utils.values import (
     SEAT_LABEL,
     format_quantity,
+    is_decimal_quantity,
     parse_duration,
     parse_quantity,
 )
@@ -41,6 +42,8 @@ DEFAULT_DRIVER = 'gpu.example.com'
 # The labels of the example driver chart's kubelet plugin pods (its DaemonSet <release>-kubeletplugin).
 EXAMPLE_DRIVER_PLUGIN_LABELS = {'app.kubernetes.io/name': 'dra-example-driver',
                                 'app.kubernetes.io/component': 'kubeletplugin'}
+# The environment variable of the example chart's plugin container that names the driver it serves.
+PLUGIN_DRIVER_ENV = 'DRIVER_NAME'
 # Problems of a node that restarting its kubelet plugin pod may mend (it publishes its devices again).
 PLUGIN_MENDS = ('node_missing_slice', 'device_count_short', 'driver_plugin_not_ready')
 # A kubelet plugin container that ended within this many seconds is reported as a recent restart.
@@ -476,14 +479,27 @@ def _plugin_state(pod):
     return ready, ', '.join(why), restarts, newest
 
 
+def plugin_driver(pod):
+    """The driver a kubelet plugin pod serves, from its containers' DRIVER_NAME (the example chart sets it to
+    the release's driver), or None when no container names one."""
+    for container in (pod.get('spec') or {}).get('containers') or []:
+        for env in container.get('env') or []:
+            if env.get('name') == PLUGIN_DRIVER_ENV and env.get('value'):
+                return env['value']
+    return None
+
+
 def _check_plugins(index, driver, plugin_labels, expected, now, problems):
-    """The driver's kubelet plugin pod on every expected node: there, ready, and not just restarted."""
+    """The driver's kubelet plugin pod on every expected node: there, ready, and not just restarted.
+
+    Every release of the example chart labels its plugin pods alike (a GPU release and the NIC release of
+    gpu_nic_numa); a pod whose DRIVER_NAME names another driver is not this driver's plugin."""
     if not plugin_labels:
         return {}
     by_node = defaultdict(list)
     for pod in index.pods.by_key.values():
         node_name = (pod.get('spec') or {}).get('nodeName')
-        if node_name and _selected(pod, plugin_labels):
+        if node_name and _selected(pod, plugin_labels) and plugin_driver(pod) in (None, driver):
             by_node[node_name].append(pod)
     selector = ','.join('%s=%s' % (k, v) if v is not None else k for k, v in sorted(plugin_labels.items()))
     plugin_pods = {}
@@ -750,8 +766,10 @@ def capacity_rows(device, consumed):
                 used += parse_quantity(amounts.get(name, '0')) if amounts else total
             except ValueError:
                 continue
-        rows.append({'name': name, 'total': format_quantity(total), 'used': format_quantity(used),
-                     'free': format_quantity(max(total - used, 0)), 'over': used > total})
+        # Written as the driver publishes it: a NIC's 100G bandwidth in decimal units, a GPU's 80Gi in binary.
+        decimal = is_decimal_quantity((entry or {}).get('value'))
+        rows.append({'name': name, 'total': format_quantity(total, decimal), 'used': format_quantity(used, decimal),
+                     'free': format_quantity(max(total - used, 0), decimal), 'over': used > total})
     return rows
 
 

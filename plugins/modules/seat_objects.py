@@ -67,6 +67,15 @@ options:
         this number.
     type: int
     default: 1
+  companion_device_classes:
+    description:
+      - DeviceClasses of which a seat's claim may hold one device beside its one GPU (the NIC class of the DRA
+        feature V(gpu_nic_numa): a GPU and a NIC on one PCIe root need one claim). Empty, a claim holds one device
+        of any class. A companion class must select only non-GPU devices; the quota caps it per class like any
+        other.
+    type: list
+    elements: str
+    default: []
   pods_per_seat:
     description:
       - Pods a seat may have at a time (quota key C(pods)); empty for no cap.
@@ -212,6 +221,7 @@ def argspec():
         devices_per_seat=dict(type='int', default=1),
         devices_per_class=dict(type='dict', default={}),
         gpus_per_seat=dict(type='int', default=1),
+        companion_device_classes=dict(type='list', elements='str', default=[]),
         pods_per_seat=dict(type='str', default=''),
         cpu_per_seat=dict(type='str', default=''),
         memory_per_seat=dict(type='str', default=''),
@@ -229,7 +239,8 @@ def argspec():
 def run(module):
     params = module.params
     try:
-        objects = seat_policies.seat_policies() + seat_model.build_seat_objects(
+        objects = seat_policies.seat_policies(
+            companion_classes=params['companion_device_classes']) + seat_model.build_seat_objects(
             params['seats'], params['device_classes'], devices_per_seat=params['devices_per_seat'],
             devices_per_class=params['devices_per_class'], gpus_per_seat=params['gpus_per_seat'],
             quota_extra=params['quota_extra'], pod_security=params['pod_security'],

@@ -97,11 +97,12 @@ def dra_features() -> list[str]:
 
 
 def feature_cluster_options(features: list[str]) -> dict:
-    """Cluster() options for DRA features: gates, --runtime-config, driver values, from the collection's table."""
+    """Cluster() options for DRA features: gates, --runtime-config, driver values and the chart's extra releases
+    (a plugin per node each), from the collection's table."""
     from ansible_collections.dralab.workshop.plugins.module_utils import dra_features as table
     gates = ",".join(filter(None, [*table.feature_gates(features), os.environ.get("DRALAB_FEATURE_GATES", "")]))
     return {"feature_gates": gates, "runtime_config": table.api_versions(features),
-            "driver_values": table.helm_values(features)}
+            "driver_values": table.helm_values(features), "driver_releases": table.driver_releases(features)}
 
 
 @pytest.fixture(scope="session")

@@ -9,73 +9,12 @@ sees its GPU_DEVICE_* variables. Allocation, quota, admission and the scheduler 
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-import pytest
-
-from k8s_helpers import (DRIVER, core_api, delete_namespace, resource_api, wait_default_service_account, wait_for,
-                         wait_pod_running, wait_pod_unschedulable)
+from k8s_helpers import DRIVER, core_api, delete_namespace, resource_api, wait_default_service_account, wait_for
+from k8s_helpers import wait_pod_running, wait_pod_unschedulable
 from playbook import problems_of
+from seat_demo import SEAT, claim, demo, results
 
-REPO = Path(__file__).resolve().parents[3]
-DEMOS = REPO / "docs" / "demos"
-SEAT = "user01"
 MONITORING = "dralab-monitoring"
-
-
-class Kubectl:
-    def __init__(self, binary: Path, kubeconfig: Path):
-        self.binary, self.kubeconfig = binary, kubeconfig
-
-    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([str(self.binary), f"--kubeconfig={self.kubeconfig}", *args],
-                              capture_output=True, text=True, timeout=120, check=False)
-        if check:
-            assert proc.returncode == 0, f"kubectl {' '.join(args)}: rc {proc.returncode}\n{proc.stdout}{proc.stderr}"
-        return proc
-
-
-@pytest.fixture(scope="module")
-def seat(control_plane, workshop) -> Kubectl:
-    """kubectl as seat user01 (the kubeconfig users.yml wrote for it)."""
-    return Kubectl(control_plane.binary("kubectl"), workshop.seat_kubeconfig(SEAT))
-
-
-@pytest.fixture(scope="module")
-def instructor(control_plane) -> Kubectl:
-    return Kubectl(control_plane.binary("kubectl"), control_plane.kubeconfig)
-
-
-def demo(name: str, *files: str) -> list[str]:
-    """kubectl -f arguments of a demo folder (or of some of its files)."""
-    paths = [DEMOS / name / f for f in files] if files else [DEMOS / name]
-    return [arg for path in paths for arg in ("-f", str(path))]
-
-
-def wait_claims_gone(api, namespace: str = SEAT):
-    wait_for(f"no ResourceClaims in {namespace}", lambda: not resource_api(api).list_namespaced_resource_claim(
-        namespace).items, timeout=120)
-
-
-@pytest.fixture
-def cleanup(seat, control_plane):
-    """Deletes what a test applied as the seat (kubectl delete -f of the same files) and waits until it is gone."""
-    applied = []
-    yield applied
-    for args in applied:
-        seat("delete", "--ignore-not-found", "--wait=false", *args)
-    core = core_api(control_plane.api_client)
-    wait_for(f"no pods in {SEAT}", lambda: not core.list_namespaced_pod(SEAT).items, timeout=120)
-    wait_claims_gone(control_plane.api_client)
-
-
-def claim(api, name: str, namespace: str = SEAT):
-    return resource_api(api).read_namespaced_resource_claim(name, namespace)
-
-
-def results(claim_obj) -> list:
-    return list(claim_obj.status.allocation.devices.results) if claim_obj.status.allocation else []
 
 
 def test_consumable_capacity_three_claims_share_one_card(control_plane, workshop, seat, cleanup):

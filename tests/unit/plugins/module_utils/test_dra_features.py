@@ -168,3 +168,28 @@ def test_consumable_capacity_demo_makes_the_claims_the_table_says():
     for claim in claims:
         [request] = claim['spec']['devices']['requests']
         assert request['exactly']['capacity']['requests'] == {'memory': '10Gi', 'compute': '10'}
+
+
+def test_gpu_nic_numa_adds_the_net_release_the_nic_class_and_its_companion():
+    assert dra_features.part(['gpu_nic_numa'], 'driver_releases', release_name='dra-example-driver') == [
+        {'suffix': 'net', 'name': 'dra-example-driver-net', 'driver': dra_features.NIC_DRIVER,
+         'values': {'deviceProfile': 'net'}}]
+    assert dra_features.companion_classes(['gpu_nic_numa']) == [dra_features.NIC_CLASS['name']]
+    assert [c['name'] for c in dra_features.device_classes(['gpu_nic_numa'])] == [dra_features.NIC_CLASS['name']]
+    # The net profile's NICs are shareable: the API server drops those fields without the gate (see the module).
+    assert dra_features.feature_gates(['gpu_nic_numa']) == ['DRAConsumableCapacity']
+    for other in ('consumable_capacity', 'device_taints'):
+        assert dra_features.driver_releases([other]) == [] and dra_features.companion_classes([other]) == []
+
+
+def test_the_nic_class_selects_only_the_nic_driver():
+    assert dra_features.NIC_CLASS['selectors'] == ["device.driver == '%s'" % dra_features.NIC_DRIVER]
+    assert dra_features.NIC_DRIVER != dra_features.DRIVER
+
+
+def test_the_demo_claim_asks_for_a_gpu_and_a_nic_on_one_pcie_root():
+    [claim] = [doc for dummy, doc in demo_documents('gpu-nic-numa') if doc['kind'] == 'ResourceClaim']
+    classes = [r['exactly']['deviceClassName'] for r in claim['spec']['devices']['requests']]
+    assert classes == [dra_features.DRIVER, dra_features.NIC_CLASS['name']]
+    assert claim['spec']['devices']['constraints'] == [
+        {'requests': ['gpu', 'nic'], 'matchAttribute': dra_features.PCIE_ROOT_ATTRIBUTE}]
