@@ -22,6 +22,8 @@ item turns it all on at once:
   name, the driver name its devices are published under and its chart values;
 - companion_classes: DeviceClasses of which a seat's claim may hold one
   device beside its GPU (seat_policies: the claim-size policies).
+- lab_build: the feature needs the lab's own build of the driver (the offline
+  mirror's image); the preflight warns when the lab pulls from upstream.
 
 Notes kept here because they decide the table:
 - DeviceTaintRule is served as resource.k8s.io/v1alpha3 only in 1.35.
@@ -38,12 +40,14 @@ Notes kept here because they decide the table:
 - gpu_nic_numa needs the lab's own build of the driver (tests/harness/gobuild.py,
   SOURCE_EDITS; the offline mirror's image): both profiles then publish
   resource.kubernetes.io/pcieRoot, which the stock v0.4.0 does not. The net
-  release needs DRAConsumableCapacity: the net profile publishes every NIC
-  with allowMultipleAllocations and capacity request policies; with the gate
-  off the API server drops those fields, the driver's ResourceSlice controller
-  reports a DroppedFieldsError, which v0.4.0's kubelet plugin treats as fatal
-  (HandleError cancels its context), so the plugin exits and no NIC stays
-  published.
+  release turns on DRAConsumableCapacity: the net profile publishes every NIC
+  with allowMultipleAllocations and capacity request policies (bandwidth,
+  vfs). Seen on 1.35.4 with the gate off (verified with the harness): the API
+  server drops those fields, the plugin keeps running (the kubelet plugin
+  helper hands slice errors to the driver as recoverable) but logs a
+  DroppedFieldsError on every publish, and the stored NICs are exclusive, not
+  the shared NICs the profile describes. With the gate, what is stored is what
+  the driver publishes, and dra_health judges NICs as shared devices.
 
 This module imports only feature_gates.py (a values module); lab_config
 validates dralab_dra_features with it and the dra_features filter hands its
@@ -89,7 +93,7 @@ NIC_RELEASE = {'suffix': 'net', 'driver': NIC_DRIVER, 'values': {'deviceProfile'
 
 class Feature:
     def __init__(self, name, title, gates, demo=None, api_versions=(), helm_values=None, device_classes=(),
-                 seat_claims=1, driver_releases=(), companion_classes=()):
+                 seat_claims=1, driver_releases=(), companion_classes=(), lab_build=False):
         self.name = name
         self.title = title
         self.gates = tuple(gates)
@@ -100,6 +104,7 @@ class Feature:
         self.seat_claims = seat_claims
         self.driver_releases = list(driver_releases)
         self.companion_classes = tuple(companion_classes)
+        self.lab_build = lab_build
 
     def __repr__(self):
         return 'Feature(%s)' % self.name
@@ -125,7 +130,7 @@ FEATURES = (
             ['DRAAdminAccess'], demo='admin-access'),
     Feature('gpu_nic_numa', 'one claim gets a GPU and a NIC on the same PCIe root (matchAttribute)',
             ['DRAConsumableCapacity'], demo='gpu-nic-numa', driver_releases=[NIC_RELEASE], device_classes=[NIC_CLASS],
-            companion_classes=[NIC_CLASS['name']]),
+            companion_classes=[NIC_CLASS['name']], lab_build=True),
     Feature('binding_conditions', 'the driver\'s controller confirms a device before the pod is bound',
             ['DRADeviceBindingConditions'],
             helm_values={'kubeletPlugin': {'bindingConditions': True}, 'controller': {'plugins': ['BindingConditions']}}),
@@ -277,10 +282,12 @@ def markdown_table():
                           for gate in feature.gates)
         extra = ['API `%s`' % entry.split('=', 1)[0] for entry in feature.api_versions]
         extra += ['chart `%s`' % text for text in _flat_values(feature.helm_values)]
-        extra += ['release `%s` (chart %s)' % (release['suffix'], ', '.join('`%s`' % text for text in
-                                                                     _flat_values(release['values'])))
-                  for release in feature.driver_releases]
+        for release in feature.driver_releases:
+            chart = ', '.join('`%s`' % text for text in _flat_values(release['values']))
+            extra.append('release `%s` (chart %s)' % (release['suffix'], chart))
         extra += ['DeviceClass `%s`' % item['name'] for item in feature.device_classes]
+        if feature.lab_build:
+            extra.append('needs the lab\'s own driver build (offline mirror)')
         demo = '[%s](docs/demos/%s/)' % (feature.demo, feature.demo) if feature.demo else '-'
         row = (feature.name, feature.title, gates, ', '.join(extra) or '-', demo)
         lines.append('| `%s` | %s | %s | %s | %s |' % row)

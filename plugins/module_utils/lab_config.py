@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.dralab.workshop.plugins.module_utils.device_class_menu import validate_menu
 from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import (
+    PCIE_ROOT_ATTRIBUTE,
     feature_problems,
     gate_conflicts,
     selected,
@@ -340,6 +341,13 @@ def _check_dra_features(config, gates, report):
         return
     for problem in gate_conflicts(features, gates or {}):
         report.error('dralab_feature_gates', problem)
+    if not _given(config, 'dralab_registry_mirror'):
+        for feature in selected(features):
+            if feature.lab_build:
+                report.warn(key, '%s needs the lab\'s own build of dra-example-driver (the offline mirror\'s image, '
+                                 'tests/harness/mirror_build.py): with dralab_registry_mirror empty the nodes pull the '
+                                 'upstream image, whose drivers publish no %s, and its demo\'s claim stays pending'
+                            % (feature.name, PCIE_ROOT_ATTRIBUTE))
     try:
         per_seat = as_int(_given(config, 'dralab_gpus_per_seat'))
     except ValueError:

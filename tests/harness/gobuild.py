@@ -14,7 +14,10 @@ repository, keyed by version:
     ${DRALAB_CACHE:-~/.cache/dralab}/bin/<name>-<version>/build.log
 
 A bundle (the CNI plugins) is a folder of binaries, complete when its
-.complete file exists.
+.complete file exists. A group built with the lab's own source edits
+(SOURCE_EDITS: the DRA example driver publishes resource.kubernetes.io/pcieRoot)
+is cached under <version>+dralab.<hash of the edits> instead, so a changed edit
+rebuilds it.
 
 A binary that is already there is not rebuilt, so a warm run only checks
 files. A build writes to a temporary name and renames it into place when it
@@ -202,6 +205,7 @@ def apply_source_edits(src: Path, edits: list[SourceEdit], what: str = "") -> No
             raise BuildError(f"{what or src}/{edit.file}: the text to patch occurs {found} times, not once "
                              f"(did the upstream source change?): {edit.anchor!r}")
         target.write_text(text.replace(edit.anchor, edit.anchor + edit.insert))
+
 
 # Role variables as an inventory would set them (set_role_overrides, --set, --vars).
 _role_vars = role_vars.RoleVars()

@@ -51,7 +51,8 @@ def test_demo_claim_gets_a_gpu_and_a_nic_on_one_pcie_root(control_plane, worksho
     assert (gpu.driver, nic.driver) == (DRIVER, NIC_DRIVER)
     assert gpu.pool == nic.pool, "the GPU and the NIC are on different nodes"
     roots = pcie_roots(api)
-    assert roots[(gpu.driver, gpu.pool, gpu.device)] == roots[(nic.driver, nic.pool, nic.device)] is not None
+    gpu_root, nic_root = roots[(gpu.driver, gpu.pool, gpu.device)], roots[(nic.driver, nic.pool, nic.device)]
+    assert gpu_root is not None and gpu_root == nic_root, (gpu_root, nic_root)
 
     for driver in (DRIVER, NIC_DRIVER):
         health = workshop.health(driver=driver)

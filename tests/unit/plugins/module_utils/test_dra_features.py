@@ -176,7 +176,7 @@ def test_gpu_nic_numa_adds_the_net_release_the_nic_class_and_its_companion():
          'values': {'deviceProfile': 'net'}}]
     assert dra_features.companion_classes(['gpu_nic_numa']) == [dra_features.NIC_CLASS['name']]
     assert [c['name'] for c in dra_features.device_classes(['gpu_nic_numa'])] == [dra_features.NIC_CLASS['name']]
-    # The net profile's NICs are shareable: the API server drops those fields without the gate (see the module).
+    # The net profile publishes shareable NICs; without the gate the API server drops those fields (see the module).
     assert dra_features.feature_gates(['gpu_nic_numa']) == ['DRAConsumableCapacity']
     for other in ('consumable_capacity', 'device_taints'):
         assert dra_features.driver_releases([other]) == [] and dra_features.companion_classes([other]) == []
@@ -193,3 +193,14 @@ def test_the_demo_claim_asks_for_a_gpu_and_a_nic_on_one_pcie_root():
     assert classes == [dra_features.DRIVER, dra_features.NIC_CLASS['name']]
     assert claim['spec']['devices']['constraints'] == [
         {'requests': ['gpu', 'nic'], 'matchAttribute': dra_features.PCIE_ROOT_ATTRIBUTE}]
+
+
+def test_preflight_warns_when_gpu_nic_numa_would_pull_the_upstream_driver():
+    errors, warnings = lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa']))
+    assert errors == []
+    assert warnings == ["dralab_dra_features: gpu_nic_numa needs the lab's own build of dra-example-driver (the "
+                        "offline mirror's image, tests/harness/mirror_build.py): with dralab_registry_mirror empty "
+                        "the nodes pull the upstream image, whose drivers publish no resource.kubernetes.io/pcieRoot, "
+                        "and its demo's claim stays pending"]
+    assert lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'],
+                                    dralab_registry_mirror='10.89.0.1:5000')) == ([], [])
