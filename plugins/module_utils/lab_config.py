@@ -20,6 +20,7 @@ import re
 from ansible_collections.dralab.workshop.plugins.module_utils.device_class_menu import validate_menu
 from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import (
     PCIE_ROOT_ATTRIBUTE,
+    companion_classes,
     feature_problems,
     gate_conflicts,
     selected,
@@ -341,6 +342,7 @@ def _check_dra_features(config, gates, report):
         return
     for problem in gate_conflicts(features, gates or {}):
         report.error('dralab_feature_gates', problem)
+    _check_companion_menu(features, config.get('dralab_device_classes'), report)
     if not _given(config, 'dralab_registry_mirror'):
         for feature in selected(features):
             if feature.lab_build:
@@ -357,6 +359,20 @@ def _check_dra_features(config, gates, report):
             report.warn(key, '%s: its demo (docs/demos/%s) makes %d claims in a seat, and dralab_gpus_per_seat %d '
                              'lets a seat hold %d; raise dralab_gpus_per_seat to %d for the seats to run it'
                         % (feature.name, feature.demo, feature.seat_claims, per_seat, per_seat, feature.seat_claims))
+
+
+def _check_companion_menu(features, menu, report):
+    """A companion class (a seat's claim may hold one of it beside its GPU) that the instructor's menu redefines
+    must select what the feature's class selects, or a seat could take a second GPU through it."""
+    for index, item in enumerate(menu if isinstance(menu, list) else []):
+        if not isinstance(item, dict) or item.get('name') not in companion_classes(features):
+            continue
+        feature_class = next(c for f in selected(features) for c in f.device_classes if c['name'] == item['name'])
+        if list(item.get('selectors') or []) != feature_class['selectors']:
+            report.error('dralab_device_classes[%d]' % index,
+                         '%s is the companion class of dralab_dra_features (a seat\'s claim may hold one of it '
+                         'beside its GPU), so its selectors must be %s, or a seat could take a second GPU through '
+                         'it; remove it from the menu or rename it' % (item['name'], feature_class['selectors']))
 
 
 def _check_seats(config, report):

@@ -204,3 +204,18 @@ def test_preflight_warns_when_gpu_nic_numa_would_pull_the_upstream_driver():
                         "and its demo's claim stays pending"]
     assert lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'],
                                     dralab_registry_mirror='10.89.0.1:5000')) == ([], [])
+
+
+def test_preflight_refuses_a_menu_that_redefines_the_companion_class():
+    mirror = {'dralab_registry_mirror': '10.89.0.1:5000'}
+    menu = [{'name': 'gpu.example.com', 'selectors': ["device.driver == 'gpu.example.com'"]},
+            {'name': 'nic.example.com', 'selectors': ["device.driver == 'gpu.example.com'"]}]
+    errors, dummy = lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'], dralab_device_classes=menu,
+                                             **mirror))
+    assert errors == ["dralab_device_classes[1]: nic.example.com is the companion class of dralab_dra_features (a "
+                      "seat's claim may hold one of it beside its GPU), so its selectors must be "
+                      "[\"device.driver == 'net.example.com'\"], or a seat could take a second GPU through it; "
+                      "remove it from the menu or rename it"]
+    menu[1] = dict(dra_features.NIC_CLASS)
+    assert lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'], dralab_device_classes=menu,
+                                    **mirror)) == ([], [])
