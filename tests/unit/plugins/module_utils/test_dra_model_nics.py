@@ -132,17 +132,18 @@ def test_the_explainer_places_a_pending_gpu_and_nic_claim_on_one_root(lab):
     pending = copy.deepcopy(demo)
     pending['metadata'].update(name='second-pair', uid='uid-second-pair')
     pending.pop('status')
-    result = dra_explain.explain_claim(pending, device_classes=lab['device_classes'], slices=lab['slices'],
-                                       claims=lab['claims'] + [pending], pods=lab['pods'], nodes=lab['nodes'],
-                                       namespaces=lab['namespaces'], now=NOW)
+
+    def explain():
+        return dra_explain.explain_claim(pending, device_classes=lab['device_classes'], slices=lab['slices'],
+                                         claims=lab['claims'] + [pending], pods=lab['pods'], nodes=lab['nodes'],
+                                         namespaces=lab['namespaces'], now=NOW)
+    result = explain()
     assert result['allocatable'], result
     # Without the common attribute (the stock driver) the constraint cannot be met.
     for rslice in lab['slices']:
         for device in rslice['spec']['devices']:
             device['attributes'].pop(PCIE_ROOT_ATTRIBUTE)
-    result = dra_explain.explain_claim(pending, device_classes=lab['device_classes'], slices=lab['slices'],
-                                       claims=lab['claims'] + [pending], pods=lab['pods'], nodes=lab['nodes'],
-                                       namespaces=lab['namespaces'], now=NOW)
+    result = explain()
     assert (result['allocatable'], result['reason']) == (False, 'constraint_unsatisfiable'), result
 
 
