@@ -6,6 +6,7 @@ NICs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -68,18 +69,22 @@ def test_demo_claim_gets_a_gpu_and_a_nic_on_one_pcie_root(control_plane, worksho
     assert gpu_health["summary"]["devices_allocated"] == 1, gpu_health["summary"]
 
 
-def claim_manifest(name: str, requests: list[str]) -> str:
-    """A ResourceClaim of one request per entry; an entry 'a|b' is a firstAvailable list of classes a, b."""
-    lines = ["apiVersion: resource.k8s.io/v1", "kind: ResourceClaim", f"metadata: {{name: {name}}}",
-             "spec:", "  devices:", "    requests:"]
+def claim_spec(requests: list[str]) -> dict:
+    """A ResourceClaimSpec of one request per entry; an entry 'a|b' is a firstAvailable list of classes a, b."""
+    made = []
     for index, entry in enumerate(requests):
         classes = entry.split("|")
         if len(classes) == 1:
-            lines.append(f"      - {{name: r{index}, exactly: {{deviceClassName: {classes[0]}}}}}")
+            made.append({"name": f"r{index}", "exactly": {"deviceClassName": classes[0]}})
         else:
-            subs = ", ".join(f"{{name: s{sub}, deviceClassName: {c}}}" for sub, c in enumerate(classes))
-            lines.append(f"      - {{name: r{index}, firstAvailable: [{subs}]}}")
-    return "\n".join(lines) + "\n"
+            made.append({"name": f"r{index}", "firstAvailable": [
+                {"name": f"s{sub}", "deviceClassName": name} for sub, name in enumerate(classes)]})
+    return {"devices": {"requests": made}}
+
+
+def claim_manifest(name: str, requests: list[str]) -> str:
+    return json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+                       "spec": claim_spec(requests)})
 
 
 @pytest.mark.parametrize("requests, refusal", [
@@ -97,6 +102,18 @@ def test_a_seat_claim_holds_at_most_one_gpu_and_one_nic(control_plane, workshop,
         assert resource_api(control_plane.api_client).list_namespaced_resource_claim(SEAT).items == []
     finally:  # what an admitted claim would leave
         seat("delete", "resourceclaim", "greedy", "--ignore-not-found")
+
+
+def test_a_seat_claim_template_holds_at_most_one_nic_too(control_plane, workshop, seat):
+    template = json.dumps({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                           "metadata": {"name": "greedy"}, "spec": {"spec": claim_spec([NIC, NIC])}})
+    try:
+        refused = seat("create", "-f", "-", stdin=template, check=False)
+        assert refused.returncode != 0, refused.stdout
+        assert f"at most 1 device(s) of {NIC} per claim; this ResourceClaimTemplate asks for 2" in refused.stderr, \
+            refused.stderr
+    finally:
+        seat("delete", "resourceclaimtemplate", "greedy", "--ignore-not-found")
 
 
 def test_a_seat_claim_may_hold_one_gpu_and_one_nic(control_plane, workshop, seat):
