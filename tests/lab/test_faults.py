@@ -8,8 +8,8 @@ verifier runs the one most likely to regress, the killed kubelet plugin):
 - worker1's ResourceSlice deleted;
 - kubelet restarted on worker1 while a pod holds a claim there;
 - containerd restarted on worker1 while a pod holds a claim there;
-- the API server stopped (its static pod manifest moved away): dra_health and health.yml fail fast with
-  one sentence; heal.yml brings it back.
+- the API server stopped (its static pod manifest moved away): health.yml, users.yml, reset.yml and
+  board.yml fail fast with one sentence, having changed nothing; heal.yml brings it back.
 
 Each fault ends with the lab healthy again and a new claim on the faulted node prepared for a running pod.
 """
@@ -22,6 +22,7 @@ import time
 import pytest
 
 from conftest import KUBECONFIG, REPO, node_host, run_playbook, wait_for
+from playbook import parse_recap
 
 # The collection's code through Ansible's collection finder, installed as the CLIs install it (and as
 # test_mirror.py's templating needs it: a plain import of ansible_collections first would hide the finder).
@@ -195,33 +196,44 @@ def test_restarted_node_service_keeps_running_work(core, custom, fault_ns, servi
     release(core, custom, holder)
 
 
+# The playbooks that work on a running cluster; each checks the API in its preflight.
+API_PLAYBOOKS = ("health.yml", "users.yml", "reset.yml", "board.yml")
+
+
 @pytest.mark.faults
 def test_stopped_api_server_fails_fast_and_heal_restores_it():
-    """The kube-apiserver's static pod stopped: health.yml answers in seconds with one sentence, no traceback;
-    heal.yml writes the manifest again (kubeadm init phase) and the API server comes back."""
+    """The kube-apiserver's static pod stopped: every playbook that needs the API answers in seconds with one
+    sentence, no traceback, and changes nothing on any host; heal.yml writes the manifest again (kubeadm init
+    phase) and the API server comes back."""
     manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
     node_run("cp1", f"mv {manifest} /root/kube-apiserver.yaml.fault")
     start = time.monotonic()
+    took = {}
     try:
         wait_for("the API server to stop", _api_down, timeout=120, interval=1)
         down_after = time.monotonic() - start
-        began = time.monotonic()
-        proc = run_playbook(REPO / "playbooks" / "health.yml", timeout=120)
-        took = time.monotonic() - began
-        out = proc.stdout + proc.stderr
-        assert proc.returncode != 0, out[-2000:]
-        assert "Traceback" not in out, out[-3000:]
-        assert "Cannot reach the Kubernetes API" in out, out[-3000:]
-        print(f"\n[faults] API server stopped ({down_after:.1f}s to go down): health.yml failed in {took:.1f}s",
-              file=sys.stderr)
+        for playbook in API_PLAYBOOKS:
+            began = time.monotonic()
+            proc = run_playbook(REPO / "playbooks" / playbook, timeout=300)
+            took[playbook] = time.monotonic() - began
+            out = proc.stdout + proc.stderr
+            assert proc.returncode != 0, f"{playbook}: {out[-2000:]}"
+            assert "Traceback" not in out, f"{playbook}: {out[-3000:]}"
+            assert "Cannot reach the Kubernetes API" in out, f"{playbook}: {out[-3000:]}"
+            changed = {host: counts["changed"] for host, counts in parse_recap(proc.stdout).items()
+                       if counts["changed"]}
+            assert not changed, f"{playbook} changed hosts before it stopped: {changed}"
+        print(f"\n[faults] API server stopped ({down_after:.1f}s to go down): "
+              + ", ".join(f"{name} failed in {secs:.1f}s" for name, secs in took.items()), file=sys.stderr)
     except BaseException:
         node_run("cp1", f"test -e {manifest} || mv /root/kube-apiserver.yaml.fault {manifest}")
         raise
     began = time.monotonic()
     run_heal()
     wait_for("the API server to answer", lambda: not _api_down(), timeout=180, interval=1)
-    FIGURES.append(("API server stopped (manifest moved away)", "health.yml: Cannot reach the Kubernetes API",
-                    "playbooks/heal.yml", took, time.monotonic() - began))
+    FIGURES.append(("API server stopped (manifest moved away)",
+                    "every API playbook: Cannot reach the Kubernetes API", "playbooks/heal.yml",
+                    max(took.values()), time.monotonic() - began))
     node_run("cp1", "rm -f /root/kube-apiserver.yaml.fault")
     wait_for("the lab to be healthy", healed, timeout=180, interval=1)
 
