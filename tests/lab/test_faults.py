@@ -21,6 +21,7 @@ import time
 
 import pytest
 
+import nodes  # tests/harness/nodes.py (conftest puts it on the path)
 from conftest import KUBECONFIG, REPO, node_host, run_playbook, wait_for
 from playbook import parse_recap
 
@@ -61,15 +62,15 @@ def healed() -> bool:
 
 
 def watch_fault(name: str, inject, how_healed: str, detect_types=PLUGIN_TYPES, timeout: float = 240,
-                heal=None, self_heal_wait: float = 60, detect_window: float = 30):
-    """Inject, then time the first dra_health problem on NODE (looked for during detect_window seconds) and
+                heal=None, self_heal_wait: float = 60, detect_window: float = 30, node: str = NODE):
+    """Inject, then time the first dra_health problem on node (looked for during detect_window seconds) and
     the return to a healthy lab. With heal (a callable, e.g. running heal.yml), the lab gets self_heal_wait
     seconds to heal by itself first."""
     start = time.monotonic()
     inject()
     seen = None
     while time.monotonic() - start < detect_window:
-        found = problems_on(NODE, detect_types)
+        found = problems_on(node, detect_types)
         if found:
             seen = found[0]
             break
@@ -194,6 +195,67 @@ def test_restarted_node_service_keeps_running_work(core, custom, fault_ns, servi
     assert claim_pod(core, custom, after).startswith("gpu-")
     release(core, custom, after)
     release(core, custom, holder)
+
+
+REBOOTED = "worker2"
+
+
+def container_of(node: str) -> str:
+    return nodes.BY_NAME[node].container
+
+
+def pod_state(core, name: str) -> str:
+    """A pod's phase, conditions, container states and last events, for a failure message."""
+    pod = core.read_namespaced_pod(name, NS)
+    events = core.list_namespaced_event(NS, field_selector=f"involvedObject.name={name}").items
+    return (f"{pod.status.phase} {[(c.type, c.status, c.reason) for c in pod.status.conditions or []]} "
+            f"{[(c.name, c.state.to_dict()) for c in pod.status.container_statuses or []]} "
+            f"events: {[(e.reason, e.message) for e in events[-6:]]}")
+
+
+@pytest.mark.faults
+def test_rebooted_worker_frees_the_claims_of_pods_gone_meanwhile(core, custom, fault_ns):
+    """worker2 reboots (its container stopped: systemd shuts down, then started again, as a VM) while two pods
+    hold claims there; one pod is deleted while the node is down (its claim's consumer no longer exists: the
+    seed's dead-pod claim). Afterwards: the other pod runs again with its device, no claim stays reserved for
+    a pod that does not exist, every device is published again, and a new claim runs on worker2."""
+    holder = claim_pod(core, custom, "reboot-holder", REBOOTED)
+    claim_pod(core, custom, "reboot-gone", REBOOTED)
+    start = time.monotonic()
+    nodes.podman("stop", "--time", "60", container_of(REBOOTED), timeout=120)
+    # The node's kubelet is not there to confirm: the pod object goes at once (as a force delete does).
+    core.delete_namespaced_pod("reboot-gone", NS, grace_period_seconds=0)
+    seen = wait_for(f"dra_health to report {REBOOTED} down", lambda: (problems_on(
+        REBOOTED, PLUGIN_TYPES | {"claim_reserved_for_missing_pod"}) or [None])[0], timeout=180, interval=POLL)
+    detected = time.monotonic() - start
+    print(f"\n[faults] {REBOOTED} down: dra_health said {seen['type']} after {detected:.1f}s: {seen['reason']}",
+          file=sys.stderr)
+    booted = time.monotonic()
+    nodes.podman("start", container_of(REBOOTED), timeout=120)
+    how = "itself"
+    try:
+        wait_for(f"the lab to heal by itself after {REBOOTED} rebooted", healed, timeout=240, interval=POLL)
+    except AssertionError:
+        how = "playbooks/heal.yml"
+        run_heal()
+        wait_for(f"the lab to heal after {REBOOTED} rebooted", healed, timeout=240, interval=POLL)
+    try:
+        wait_for("the holder to run again after the reboot", lambda: running(core, "reboot-holder"), timeout=240)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; reboot-holder: {pod_state(core, 'reboot-holder')}") from None
+    healed_after = time.monotonic() - booted
+    FIGURES.append((f"{REBOOTED} rebooted with pods holding claims there", f"{seen['type']}: {seen['reason']}", how,
+                    detected, healed_after))
+    claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "reboot-gone")
+    reserved = [r.get("name") for r in claim.get("status", {}).get("reservedFor", [])]
+    assert "reboot-gone" not in reserved, f"the claim of the deleted pod is still reserved for it: {claim['status']}"
+    assert not [p for p in report()["problems"] if p["type"] == "claim_reserved_for_missing_pod"]
+    claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "reboot-holder")
+    assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == holder
+    assert claim_pod(core, custom, "after-reboot", REBOOTED).startswith("gpu-")
+    for name in ("after-reboot", "reboot-holder"):
+        release(core, custom, name)
+    custom.delete_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "reboot-gone")
 
 
 # The playbooks that work on a running cluster; each checks the API in its preflight.
