@@ -139,8 +139,9 @@ test-lab: mirror test-tools ## The molecule scenario (the whole lab, then remove
 test-lab-board: setup lab-tools ## The GPU board in headless chromium, against the lab that make lab left up.
 	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_board.py
 
-test-reliability: setup ## The fault suite (tests/lab/test_faults.py) against the lab that make lab left up.
-	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_faults.py
+# The rush leaves the lab with 72 seats; the interrupted runs tear the lab down and build it again (last).
+test-reliability: setup ## Faults, the 72-seat rush and interrupted site.yml runs, against the lab make lab left up.
+	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_faults.py tests/lab/test_rush.py tests/lab/test_interrupted.py
 
 test: lint test-unit test-unit-tools build test-integration test-lab ## Everything CI runs.
 

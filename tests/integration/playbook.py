@@ -220,4 +220,3 @@ def feature_session(features: list[str], lab_vars: dict):
     def session_workshop(lab):
         return converge_lab(lab, lab_vars)
     return session_features, session_workshop
-

@@ -8,8 +8,8 @@ verifier runs the one most likely to regress, the killed kubelet plugin):
 - worker1's ResourceSlice deleted;
 - kubelet restarted on worker1 while a pod holds a claim there;
 - containerd restarted on worker1 while a pod holds a claim there;
-- the API server stopped (its static pod manifest moved away): dra_health and health.yml fail fast with
-  one sentence; heal.yml brings it back.
+- the API server stopped (its static pod manifest moved away): health.yml, users.yml, reset.yml and
+  board.yml fail fast with one sentence, having changed nothing; heal.yml brings it back.
 
 Each fault ends with the lab healthy again and a new claim on the faulted node prepared for a running pod.
 """
@@ -21,7 +21,9 @@ import time
 
 import pytest
 
+import nodes  # tests/harness/nodes.py (conftest puts it on the path)
 from conftest import KUBECONFIG, REPO, node_host, run_playbook, wait_for
+from playbook import parse_recap
 
 # The collection's code through Ansible's collection finder, installed as the CLIs install it (and as
 # test_mirror.py's templating needs it: a plain import of ansible_collections first would hide the finder).
@@ -60,15 +62,15 @@ def healed() -> bool:
 
 
 def watch_fault(name: str, inject, how_healed: str, detect_types=PLUGIN_TYPES, timeout: float = 240,
-                heal=None, self_heal_wait: float = 60, detect_window: float = 30):
-    """Inject, then time the first dra_health problem on NODE (looked for during detect_window seconds) and
+                heal=None, self_heal_wait: float = 60, detect_window: float = 30, node: str = NODE):
+    """Inject, then time the first dra_health problem on node (looked for during detect_window seconds) and
     the return to a healthy lab. With heal (a callable, e.g. running heal.yml), the lab gets self_heal_wait
     seconds to heal by itself first."""
     start = time.monotonic()
     inject()
     seen = None
     while time.monotonic() - start < detect_window:
-        found = problems_on(NODE, detect_types)
+        found = problems_on(node, detect_types)
         if found:
             seen = found[0]
             break
@@ -195,33 +197,105 @@ def test_restarted_node_service_keeps_running_work(core, custom, fault_ns, servi
     release(core, custom, holder)
 
 
+REBOOTED = "worker2"
+
+
+def container_of(node: str) -> str:
+    return nodes.BY_NAME[node].container
+
+
+def pod_state(core, name: str) -> str:
+    """A pod's phase, conditions, container states and last events, for a failure message."""
+    pod = core.read_namespaced_pod(name, NS)
+    events = core.list_namespaced_event(NS, field_selector=f"involvedObject.name={name}").items
+    return (f"{pod.status.phase} {[(c.type, c.status, c.reason) for c in pod.status.conditions or []]} "
+            f"{[(c.name, c.state.to_dict()) for c in pod.status.container_statuses or []]} "
+            f"events: {[(e.reason, e.message) for e in events[-6:]]}")
+
+
+@pytest.mark.faults
+def test_rebooted_worker_frees_the_claims_of_pods_gone_meanwhile(core, custom, fault_ns):
+    """worker2 reboots (its container stopped: systemd shuts down, then started again, as a VM) while two pods
+    hold claims there; one pod is deleted while the node is down (its claim's consumer no longer exists: the
+    seed's dead-pod claim). Afterwards: the other pod runs again with its device, no claim stays reserved for
+    a pod that does not exist, every device is published again, and a new claim runs on worker2."""
+    holder = claim_pod(core, custom, "reboot-holder", REBOOTED)
+    claim_pod(core, custom, "reboot-gone", REBOOTED)
+    start = time.monotonic()
+    nodes.podman("stop", "--time", "60", container_of(REBOOTED), timeout=120)
+    # The node's kubelet is not there to confirm: the pod object goes at once (as a force delete does).
+    core.delete_namespaced_pod("reboot-gone", NS, grace_period_seconds=0)
+    seen = wait_for(f"dra_health to report {REBOOTED} down", lambda: (problems_on(
+        REBOOTED, PLUGIN_TYPES | {"claim_reserved_for_missing_pod"}) or [None])[0], timeout=180, interval=POLL)
+    detected = time.monotonic() - start
+    print(f"\n[faults] {REBOOTED} down: dra_health said {seen['type']} after {detected:.1f}s: {seen['reason']}",
+          file=sys.stderr)
+    booted = time.monotonic()
+    nodes.podman("start", container_of(REBOOTED), timeout=120)
+    how = "itself"
+    try:
+        wait_for(f"the lab to heal by itself after {REBOOTED} rebooted", healed, timeout=240, interval=POLL)
+    except AssertionError:
+        how = "playbooks/heal.yml"
+        run_heal()
+        wait_for(f"the lab to heal after {REBOOTED} rebooted", healed, timeout=240, interval=POLL)
+    try:
+        wait_for("the holder to run again after the reboot", lambda: running(core, "reboot-holder"), timeout=240)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; reboot-holder: {pod_state(core, 'reboot-holder')}") from None
+    healed_after = time.monotonic() - booted
+    FIGURES.append((f"{REBOOTED} rebooted with pods holding claims there", f"{seen['type']}: {seen['reason']}", how,
+                    detected, healed_after))
+    claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "reboot-gone")
+    reserved = [r.get("name") for r in claim.get("status", {}).get("reservedFor", [])]
+    assert "reboot-gone" not in reserved, f"the claim of the deleted pod is still reserved for it: {claim['status']}"
+    assert not [p for p in report()["problems"] if p["type"] == "claim_reserved_for_missing_pod"]
+    claim = custom.get_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "reboot-holder")
+    assert claim["status"]["allocation"]["devices"]["results"][0]["device"] == holder
+    assert claim_pod(core, custom, "after-reboot", REBOOTED).startswith("gpu-")
+    for name in ("after-reboot", "reboot-holder"):
+        release(core, custom, name)
+    custom.delete_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "reboot-gone")
+
+
+# The playbooks that work on a running cluster; each checks the API in its preflight.
+API_PLAYBOOKS = ("health.yml", "users.yml", "reset.yml", "board.yml")
+
+
 @pytest.mark.faults
 def test_stopped_api_server_fails_fast_and_heal_restores_it():
-    """The kube-apiserver's static pod stopped: health.yml answers in seconds with one sentence, no traceback;
-    heal.yml writes the manifest again (kubeadm init phase) and the API server comes back."""
+    """The kube-apiserver's static pod stopped: every playbook that needs the API answers in seconds with one
+    sentence, no traceback, and changes nothing on any host; heal.yml writes the manifest again (kubeadm init
+    phase) and the API server comes back."""
     manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
     node_run("cp1", f"mv {manifest} /root/kube-apiserver.yaml.fault")
     start = time.monotonic()
+    took = {}
     try:
         wait_for("the API server to stop", _api_down, timeout=120, interval=1)
         down_after = time.monotonic() - start
-        began = time.monotonic()
-        proc = run_playbook(REPO / "playbooks" / "health.yml", timeout=120)
-        took = time.monotonic() - began
-        out = proc.stdout + proc.stderr
-        assert proc.returncode != 0, out[-2000:]
-        assert "Traceback" not in out, out[-3000:]
-        assert "Cannot reach the Kubernetes API" in out, out[-3000:]
-        print(f"\n[faults] API server stopped ({down_after:.1f}s to go down): health.yml failed in {took:.1f}s",
-              file=sys.stderr)
+        for playbook in API_PLAYBOOKS:
+            began = time.monotonic()
+            proc = run_playbook(REPO / "playbooks" / playbook, timeout=300)
+            took[playbook] = time.monotonic() - began
+            out = proc.stdout + proc.stderr
+            assert proc.returncode != 0, f"{playbook}: {out[-2000:]}"
+            assert "Traceback" not in out, f"{playbook}: {out[-3000:]}"
+            assert "Cannot reach the Kubernetes API" in out, f"{playbook}: {out[-3000:]}"
+            changed = {host: counts["changed"] for host, counts in parse_recap(proc.stdout).items()
+                       if counts["changed"]}
+            assert not changed, f"{playbook} changed hosts before it stopped: {changed}"
+        print(f"\n[faults] API server stopped ({down_after:.1f}s to go down): "
+              + ", ".join(f"{name} failed in {secs:.1f}s" for name, secs in took.items()), file=sys.stderr)
     except BaseException:
         node_run("cp1", f"test -e {manifest} || mv /root/kube-apiserver.yaml.fault {manifest}")
         raise
     began = time.monotonic()
     run_heal()
     wait_for("the API server to answer", lambda: not _api_down(), timeout=180, interval=1)
-    FIGURES.append(("API server stopped (manifest moved away)", "health.yml: Cannot reach the Kubernetes API",
-                    "playbooks/heal.yml", took, time.monotonic() - began))
+    FIGURES.append(("API server stopped (manifest moved away)",
+                    "every API playbook: Cannot reach the Kubernetes API", "playbooks/heal.yml",
+                    max(took.values()), time.monotonic() - began))
     node_run("cp1", "rm -f /root/kube-apiserver.yaml.fault")
     wait_for("the lab to be healthy", healed, timeout=180, interval=1)
 
