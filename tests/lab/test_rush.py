@@ -113,6 +113,7 @@ def test_24_seats_get_a_gpu_and_48_are_told_why_not(rush, custom):
     reserved = [r for r in results if r["rc"] == 0]
     refused = [r for r in results if r["rc"] != 0]
     assert len(reserved) == GPUS, [(r["seat"], r["rc"], r["out"][-200:], r["err"][-200:]) for r in refused][:5]
+    assert len(refused) == SEATS - GPUS, f"{len(refused)} seats refused, not {SEATS - GPUS}"
     for r in reserved:
         assert r["out"].startswith("Reserved gpu-"), r
     reasons = set()
