@@ -69,7 +69,8 @@ def rush(seventy_two_seats):
         index, seat = index_seat
         host = LOGIN_HOSTS[index % len(LOGIN_HOSTS)]
         began = time.monotonic()
-        session = login(seat, seventy_two_seats[seat]["password"], host=host)
+        # A participant's ssh waits as long as it takes: 2 minutes each for the banner and the password.
+        session = login(seat, seventy_two_seats[seat]["password"], host=host, patience=120)
         logged_in = time.monotonic() - began
         try:
             rc, out, err = session.run("can-has-gpu reserve --for 1h", timeout=300)
@@ -88,6 +89,8 @@ def rush(seventy_two_seats):
             results.append(future.result())
         except Exception as exc:  # noqa: BLE001  (a refused login is a result of the rush)
             failures[len(results) + len(failures)] = repr(exc)
+    for index, message in list(failures.items())[:3]:
+        print(f"\n[rush] seat #{index + 1} failed: {message[:300]}", file=sys.stderr)
     got = sorted(r["done"] for r in results if r["rc"] == 0)
     print(f"\n[rush] logins {len(results)}/{SEATS} (threads {THREADS}); login time median "
           f"{statistics.median(r['login'] for r in results) if results else 0:.2f}s, max "
