@@ -38,6 +38,12 @@ RECAP_LINE = re.compile(
     re.MULTILINE)
 
 
+# The playbooks that work on a running cluster: each imports preflight.yml with preflight_check_api: true
+# (tests/integration/test_api_check.py checks the list against the playbooks; tests/lab/test_faults.py stops the
+# lab's API server and runs them).
+API_PLAYBOOKS = ("health.yml", "users.yml", "reset.yml", "board.yml")
+
+
 def parse_recap(output: str) -> dict[str, dict[str, int]]:
     """Per host, the counts of the PLAY RECAP (the last recap wins)."""
     recap_at = output.rfind("PLAY RECAP")

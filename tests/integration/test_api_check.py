@@ -5,14 +5,13 @@ the credentials are."""
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pytest
 import yaml
 
-from playbook import REPO
-
-API_PLAYBOOKS = ("health.yml", "users.yml", "reset.yml", "board.yml")
+from playbook import API_PLAYBOOKS, REPO
 
 
 def closed_port() -> int:
@@ -34,6 +33,12 @@ def kubeconfig_variant(lab, tmp_path, name, server=None, token=None):
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
     return path
+
+
+def test_the_api_playbooks_are_the_ones_that_ask_for_the_check():
+    asking = sorted(p.name for p in (REPO / "playbooks").glob("*.yml")
+                    if re.search(r"^\s+preflight_check_api: true\s*$", p.read_text(), re.M))
+    assert asking == sorted(API_PLAYBOOKS)
 
 
 @pytest.mark.parametrize("playbook", API_PLAYBOOKS)

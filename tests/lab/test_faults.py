@@ -23,7 +23,7 @@ import pytest
 
 import nodes  # tests/harness/nodes.py (conftest puts it on the path)
 from conftest import KUBECONFIG, REPO, node_host, run_playbook, wait_for
-from playbook import parse_recap
+from playbook import API_PLAYBOOKS, parse_recap
 
 # The collection's code through Ansible's collection finder, installed as the CLIs install it (and as
 # test_mirror.py's templating needs it: a plain import of ansible_collections first would hide the finder).
@@ -62,15 +62,15 @@ def healed() -> bool:
 
 
 def watch_fault(name: str, inject, how_healed: str, detect_types=PLUGIN_TYPES, timeout: float = 240,
-                heal=None, self_heal_wait: float = 60, detect_window: float = 30, node: str = NODE):
-    """Inject, then time the first dra_health problem on node (looked for during detect_window seconds) and
+                heal=None, self_heal_wait: float = 60, detect_window: float = 30):
+    """Inject, then time the first dra_health problem on NODE (looked for during detect_window seconds) and
     the return to a healthy lab. With heal (a callable, e.g. running heal.yml), the lab gets self_heal_wait
     seconds to heal by itself first."""
     start = time.monotonic()
     inject()
     seen = None
     while time.monotonic() - start < detect_window:
-        found = problems_on(node, detect_types)
+        found = problems_on(NODE, detect_types)
         if found:
             seen = found[0]
             break
@@ -256,10 +256,6 @@ def test_rebooted_worker_frees_the_claims_of_pods_gone_meanwhile(core, custom, f
     for name in ("after-reboot", "reboot-holder"):
         release(core, custom, name)
     custom.delete_namespaced_custom_object("resource.k8s.io", "v1", NS, "resourceclaims", "reboot-gone")
-
-
-# The playbooks that work on a running cluster; each checks the API in its preflight.
-API_PLAYBOOKS = ("health.yml", "users.yml", "reset.yml", "board.yml")
 
 
 @pytest.mark.faults
