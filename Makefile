@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: bench lab-tools mirror test-mirror lab lab-down test-lab test-lab-board harness cluster-up cluster-down test-integration
+.PHONY: bench lab-tools mirror test-mirror lab lab-down test-lab test-lab-board test-reliability harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test build clean
 
 help: ## List the targets.
@@ -92,8 +92,15 @@ cluster-down: setup ## Stop the control plane started by cluster-up and remove i
 
 # INTEGRATION_ARGS: more pytest options, e.g. --reverse-modules or --shuffle-modules SEED (tests/integration/conftest.py).
 INTEGRATION_ARGS ?=
+# One pytest session, so one cluster at a time, per set of DRA features: the default lab, then the alpha features,
+# then the partitions. INTEGRATION_ARGS naming tests (tests/...) runs those alone, in one session.
+INTEGRATION_SESSIONS ?= tests/integration tests/integration/features tests/integration/partitions
 test-integration: harness ## Integration tests against a real control plane (pytest starts and stops it).
-	DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS) tests/integration
+	if [ -n "$(findstring tests/,$(INTEGRATION_ARGS))" ]; then \
+	  DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS); \
+	else for session in $(INTEGRATION_SESSIONS); do \
+	  DRALAB_CACHE=$(DRALAB_CACHE) DRALAB_FEATURE_GATES=$(FEATURE_GATES) $(BIN)/pytest -q $(INTEGRATION_ARGS) $$session || exit 1; \
+	done; fi
 
 # BENCH_ARGS: e.g. --only users,reset or --naive-seats 12 (benchmarks/bench.py); BENCH_OUT: the table's file.
 BENCH_ARGS ?=
@@ -103,7 +110,7 @@ bench: harness ## Benchmarks of issue 10 against a fresh control plane, each wit
 # --- lab tier: the offline mirror, podman "VMs", site.yml end to end
 # gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,
 # runc, debootstrap and zstd make and run the node images; skopeo loads images;
-# chromium and chromium-driver are the browser of tests/lab/check_board.py.
+# chromium and chromium-driver are the browser of tests/lab/test_board.py.
 LAB_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap zstd chromium chromium-driver
 
 lab-tools: ## Debian packages the mirror build and the podman nodes need.
@@ -135,7 +142,11 @@ test-lab: mirror test-tools ## The molecule scenario (the whole lab, then remove
 	$(LAB_ENV) $(BIN)/molecule test --scenario-name default
 
 test-lab-board: setup lab-tools ## The GPU board in headless chromium, against the lab that make lab left up.
-	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/check_board.py
+	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_board.py
+
+# The rush leaves the lab with 72 seats; the interrupted runs tear the lab down and build it again (last).
+test-reliability: setup ## Faults, the 72-seat rush and interrupted site.yml runs, against the lab make lab left up.
+	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_faults.py tests/lab/test_rush.py tests/lab/test_interrupted.py
 
 test: lint test-unit test-unit-tools build test-integration test-lab ## Everything CI runs.
 

@@ -30,7 +30,6 @@ from ansible_collections.dralab.workshop.plugins.module_utils import dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import seat_of
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
-from ansible_collections.dralab.workshop.plugins.module_utils.values import format_quantity, parse_quantity
 
 FORMAT = 1
 INSTRUCTOR = 'instructor'
@@ -54,29 +53,8 @@ def _key(obj):
 
 def _capacity(spec, holders):
     """[{name, total, used, free}] of a shared device's capacities (consumedCapacity of its holders)."""
-    rows = []
-    for name, entry in sorted((spec.get('capacity') or {}).items()):
-        try:
-            total = parse_quantity((entry or {}).get('value'))
-        except ValueError:
-            continue
-        used = 0
-        for holder in holders:
-            try:
-                used += parse_quantity(holder['consumed'].get(name, '0'))
-            except ValueError:
-                continue
-        rows.append({'name': name, 'total': format_quantity(total), 'used': format_quantity(used),
-                     'free': format_quantity(max(total - used, 0))})
-    return rows
-
-
-def _taints(spec):
-    found = []
-    for taint in spec.get('taints') or []:
-        value = '=' + str(taint['value']) if taint.get('value') else ''
-        found.append('%s%s:%s' % (taint.get('key'), value, taint.get('effect')))
-    return found
+    return [dict((k, row[k]) for k in ('name', 'total', 'used', 'free'))
+            for row in dra_model.capacity_rows(spec, [holder['consumed'] for holder in holders])]
 
 
 def _memory(spec):
@@ -88,12 +66,13 @@ def _memory(spec):
 
 def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces=(), events=(),
           driver=dra_model.DEFAULT_DRIVER, expected_devices_per_node=8, lease_max='8h', stale_claim_age='1h',
-          people=None, activity=None, title='DRA lab', now=None):
+          people=None, activity=None, title='DRA lab', now=None, device_taint_rules=()):
     """The instructor's board of one lab state.
 
     people: {seat: person name} (instructor only); activity: {namespace: RFC 3339 time} of changes seen
     that left no object behind (a deleted claim), merged into the seats' last activity; now: aware datetime
-    or RFC 3339 (default: the current time).
+    or RFC 3339 (default: the current time); device_taint_rules: DeviceTaintRules (resource.k8s.io/v1alpha3),
+    whose taints show on the tiles as the devices' own do.
 
     Returns a dict (JSON-ready): format, view, title, generated, summary, nodes (each with its device
     tiles), pending, problems, seats.
@@ -103,10 +82,13 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
     people = dict(people or {})
     objects = dict(device_classes=list(device_classes or []), slices=list(slices or []), claims=list(claims or []),
                    pods=list(pods or []), nodes=list(nodes or []), namespaces=list(namespaces or []))
-    explanations = dra_explain.explain_pending(now=now, **objects)
+    explanations = dra_explain.explain_pending(now=now, device_taint_rules=list(device_taint_rules or []), **objects)
     report = dra_model.analyze(events=list(events or []), driver=driver,
                                expected_devices_per_node=expected_devices_per_node, stale_claim_age=stale_claim_age,
-                               now=now, explanations=dict((item['claim'], item) for item in explanations), **objects)
+                               now=now, explanations=dict((item['claim'], item) for item in explanations),
+                               device_taint_rules=list(device_taint_rules or []), **objects)
+    taints_by_device = dict(((row['pool'], row['device']), [dra_model.taint_text(t) for t in row['taints']])
+                            for row in report['tainted_devices'] if row['driver'] == driver)
 
     seats = {}
     for namespace in objects['namespaces']:
@@ -140,7 +122,7 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
         for name in sorted(pool['devices'], key=dra_explain.natural_key):
             spec = pool['devices'][name]
             mine = sorted(holders.get((pool['pool'], name), ()), key=lambda h: (h['namespace'] or '', h['claim']))
-            taints = _taints(spec)
+            taints = taints_by_device.get((pool['pool'], name), [])
             state = ('tainted' if taints else 'in_use' if any(h['in_use'] for h in mine)
                      else 'allocated' if mine else 'free')
             shared = bool(spec.get('allowMultipleAllocations'))
@@ -163,7 +145,8 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
                         'since': row['created'], 'reason': row['explain_reason'] or 'pending',
                         'sentence': row['explain_sentence'] or row['pending_reason'] or ''})
 
-    board_seats = _seats(seats, report['claims'], objects['claims'] + objects['pods'], people, activity or {})
+    board_seats = _seats(seats, report['claims'], objects['claims'] + objects['pods'], people, activity or {},
+                         driver)
     tiles = [tile for node in board_nodes for tile in node['devices']]
     summary = dict(('devices_%s' % state, sum(1 for t in tiles if t['state'] == state)) for state in STATES)
     summary.update(devices=len(tiles), pending=len(pending), errors=report['summary']['errors'],
@@ -178,8 +161,11 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
     }
 
 
-def _seats(seats, claim_rows, objects, people, activity):
-    """One row per seat: the devices it holds, its pending claims, its last activity, its person."""
+def _seats(seats, claim_rows, objects, people, activity, driver):
+    """One row per seat: the devices it holds, its pending claims, its last activity, its person.
+
+    holds counts the board's devices (driver's: the GPUs); devices lists them and, named with their driver,
+    what the seat's claims hold of other drivers (the NIC beside a GPU of gpu_nic_numa)."""
     latest = {}
     for obj in objects:
         namespace = _meta(obj).get('namespace')
@@ -191,6 +177,7 @@ def _seats(seats, claim_rows, objects, people, activity):
         if namespace in seats and stamp is not None and (namespace not in latest or stamp > latest[namespace]):
             latest[namespace] = stamp
     held = defaultdict(list)
+    companions = defaultdict(list)
     waiting = defaultdict(int)
     for row in claim_rows:
         if row['namespace'] not in seats:
@@ -198,11 +185,16 @@ def _seats(seats, claim_rows, objects, people, activity):
         if row['state'] == 'pending':
             waiting[row['namespace']] += 1
         for device in row['devices']:
-            held[row['namespace']].append('%s on %s' % (device['device'], device['node'] or device['pool']))
+            where = '%s on %s' % (device['device'], device['node'] or device['pool'])
+            if device['driver'] == driver:
+                held[row['namespace']].append(where)
+            else:
+                companions[row['namespace']].append('%s (%s)' % (where, device['driver']))
     rows = []
     for namespace, seat in sorted(seats.items(), key=lambda item: dra_explain.natural_key(item[1])):
         rows.append({'seat': seat, 'namespace': namespace, 'person': people.get(seat),
-                     'holds': len(held[namespace]), 'devices': held[namespace], 'pending': waiting[namespace],
+                     'holds': len(held[namespace]), 'devices': held[namespace] + companions[namespace],
+                     'pending': waiting[namespace],
                      'last_activity': dra_model.format_time(latest.get(namespace))})
     return rows
 

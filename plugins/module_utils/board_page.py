@@ -177,7 +177,7 @@ SCRIPT = r"""
       var row = el('tr'); row.setAttribute('data-seat', seat.seat);
       cell(row, seat.seat);
       if (instructor) { cell(row, seat.person || ''); }
-      cell(row, seat.holds ? seat.devices.join(', ') : '-'); cell(row, seat.pending || '-');
+      cell(row, seat.devices.length ? seat.devices.join(', ') : '-'); cell(row, seat.pending || '-');
       cell(row, seat.last_activity ? age(seat.last_activity) + ' ago' : '-');
       ts.appendChild(row);
     });

@@ -6,12 +6,14 @@
 collect() returns plain item lists keyed like the arguments of
 dra_model.analyze(), plus warnings for optional reads that failed. The kinds
 are read in parallel; each item loses, as its page arrives, what no analysis
-reads (managedFields; a Pod's containers, volumes and container statuses), so
-10,000 pods cost the memory of their scheduling fields only.
+reads (managedFields; a Pod's volumes, images and container details but what
+the kubelet plugin check reads), so 10,000 pods cost the memory of their
+scheduling fields only.
 """
 
 from __future__ import annotations
 
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import PLUGIN_DRIVER_ENV
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, parallel_map
 
 LIST_PATHS = (
@@ -23,11 +25,18 @@ LIST_PATHS = (
     ('namespaces', '/api/v1/namespaces'),
 )
 EVENTS_PATH = '/api/v1/events'
+# Served only with the DRADeviceTaintRules gate and resource.k8s.io/v1alpha3 (feature device_taints).
+TAINT_RULES_PATH = '/apis/resource.k8s.io/v1alpha3/devicetaintrules'
 EVENTS_QUERY = {'fieldSelector': 'reason=FailedScheduling'}
+# The reads that may fail without failing collect(), with their queries.
+OPTIONAL = {'device_taint_rules': None, 'events': EVENTS_QUERY}
 # What the DRA model, the explainer and the board never read, dropped from each object as it is read.
-POD_SPEC_UNUSED = ('containers', 'initContainers', 'ephemeralContainers', 'volumes', 'securityContext',
+POD_SPEC_UNUSED = ('initContainers', 'ephemeralContainers', 'volumes', 'securityContext',
                    'dnsConfig', 'hostAliases', 'readinessGates', 'os', 'overhead')
-POD_STATUS_UNUSED = ('containerStatuses', 'initContainerStatuses', 'ephemeralContainerStatuses', 'podIPs', 'hostIPs')
+POD_STATUS_UNUSED = ('initContainerStatuses', 'ephemeralContainerStatuses', 'podIPs', 'hostIPs')
+# Of the containers and their statuses only what the kubelet plugin check reads (dra_model.plugin_driver and
+# the plugin's state: the driver's name, restarts, waiting and last termination).
+CONTAINER_STATUS_USED = ('name', 'restartCount', 'state', 'lastState')
 
 
 def slim(item):
@@ -38,18 +47,32 @@ def slim(item):
     return item
 
 
+def _slim_container(container):
+    """A container with its name and the env entry naming a kubelet plugin's driver only."""
+    env = [e for e in container.get('env') or () if e.get('name') == PLUGIN_DRIVER_ENV]
+    return dict({'name': container.get('name')}, **({'env': env} if env else {}))
+
+
 def slim_pod(pod):
-    """A Pod with its scheduling and claim fields only (no containers, volumes, container statuses)."""
+    """A Pod with its scheduling and claim fields only (of its containers and their statuses what the kubelet
+    plugin check reads; no volumes, images, resources)."""
     pod = dict(slim(pod))
     for key, unused in (('spec', POD_SPEC_UNUSED), ('status', POD_STATUS_UNUSED)):
         part = pod.get(key)
         if isinstance(part, dict):
             pod[key] = dict((k, v) for k, v in part.items() if k not in unused)
+    spec, status = pod.get('spec'), pod.get('status')
+    if isinstance(spec, dict) and isinstance(spec.get('containers'), list):
+        spec['containers'] = [_slim_container(c) for c in spec['containers'] if isinstance(c, dict)]
+    if isinstance(status, dict) and isinstance(status.get('containerStatuses'), list):
+        status['containerStatuses'] = [dict((k, c[k]) for k in CONTAINER_STATUS_USED if k in c)
+                                       for c in status['containerStatuses'] if isinstance(c, dict)]
     return pod
 
 
 def collect(client, include_events=True):
-    """Read DeviceClasses, ResourceSlices, ResourceClaims, Pods, Nodes, Namespaces (and FailedScheduling events).
+    """Read DeviceClasses, ResourceSlices, ResourceClaims, Pods, Nodes, Namespaces, the DeviceTaintRules where the
+    API serves them (and FailedScheduling events).
 
     client is a KubeClient (or anything with its list_items(path, query=None)).
 
@@ -58,20 +81,27 @@ def collect(client, include_events=True):
     """
     def read(entry):
         key, path = entry
-        if key == 'events':
+        if key in OPTIONAL:
             try:
-                return key, client.list_items(EVENTS_PATH, EVENTS_QUERY, transform=slim), None
+                return key, client.list_items(path, OPTIONAL[key], transform=slim), None
             except K8sError as exc:
                 return key, [], exc
         return key, client.list_items(path, transform=slim_pod if key == 'pods' else slim), None
     # The largest lists first, so they start at once.
     order = sorted(LIST_PATHS, key=lambda entry: entry[0] not in ('pods', 'claims'))
-    read_list = order + ([('events', EVENTS_PATH)] if include_events else [])
+    read_list = order + [('device_taint_rules', TAINT_RULES_PATH)] + (
+        [('events', EVENTS_PATH)] if include_events else [])
     data = {'events': []}
     warnings = []
     for key, items, exc in parallel_map(read, read_list):
         data[key] = items
-        if exc is not None:
+        if exc is None:
+            continue
+        if key == 'device_taint_rules':
+            if exc.status != 404:  # 404: the lab does not serve them (no device_taints feature)
+                warnings.append('Could not read DeviceTaintRules (%s); only the taints the drivers publish are '
+                                'reported.' % exc)
+        else:
             warnings.append('Could not read FailedScheduling events (%s); pending claims are explained from the '
                             'pods\' PodScheduled conditions only. Set include_events=false to skip this read.' % exc)
     data['warnings'] = warnings

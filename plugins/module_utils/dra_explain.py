@@ -22,10 +22,18 @@ the current state:
   nodeName and nodeSelector;
 - for a claim not created yet (no uid), the namespace's ResourceQuota.
 
+- shared devices (allowMultipleAllocations, consumable capacity): a shared
+  device is free for a request while what it asks (capacity.requests, else the
+  device's requestPolicy default, else all of it) fits beside the
+  consumedCapacity of the claims that hold it;
+- device taints (the device's own and those of DeviceTaintRules) with effect
+  NoSchedule or NoExecute, tolerated only by the request's tolerations.
+
 Not modeled (listed in every answer under `not_modeled` when it matters):
-consumable capacity / shared devices (allowMultipleAllocations), partitionable
-devices (consumesCounters), device taints, distinctAttribute constraints, node
-affinity, CPU/memory fit of the pod and CEL functions dra_cel does not evaluate.
+partitionable devices (consumesCounters), the rounding of capacity requests to
+a requestPolicy's step, two requests of one claim sharing one device,
+distinctAttribute constraints, node affinity, CPU/memory fit of the pod and CEL
+functions dra_cel does not evaluate.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
     TERMINATED_PHASES,
     PodIndex,
     build_pools,
+    capacity_rows,
+    device_taints,
     format_age,
     join_names,
     parse_time,
@@ -51,6 +61,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import 
     device_quota_key,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_quantity, parse_quantity
+
+UNTOLERATED_EFFECTS = ('NoSchedule', 'NoExecute')
 
 _UTC = datetime.timezone.utc
 
@@ -65,6 +77,7 @@ REASONS = (
     'too_few_per_node',        # matching devices exist, but no node has as many as requested
     'pool_incomplete',         # allocationMode All while a pool is being republished
     'nodes_not_ready',         # the matching devices are only on nodes where the pod cannot run
+    'all_matching_tainted',    # devices match, but every one is tainted and the request does not tolerate it
     'all_matching_in_use',     # enough devices match, but too few are free on one usable node
     'constraint_unsatisfiable',  # each request alone fits, matchAttribute cannot be met together
     'requests_do_not_fit',     # each request alone fits, not all of them on one node together
@@ -193,7 +206,7 @@ def node_blocker(node, pod=None):
 # ---------------------------------------------------------------------------
 
 class _Device:
-    __slots__ = ('key', 'driver', 'pool', 'name', 'spec', 'node', 'all_nodes', 'node_selector', 'variable')
+    __slots__ = ('key', 'driver', 'pool', 'name', 'spec', 'node', 'all_nodes', 'node_selector', 'variable', 'taints')
 
     def __init__(self, driver, pool, spec, slice_spec):
         self.driver, self.pool, self.name, self.spec = driver, pool, spec.get('name'), spec
@@ -207,6 +220,7 @@ class _Device:
             self.all_nodes = bool(slice_spec.get('allNodes'))
             self.node_selector = slice_spec.get('nodeSelector')
         self.variable = None
+        self.taints = []
 
     def reachable_from(self, node_name, node_obj):
         if self.node:
@@ -225,8 +239,9 @@ class Explainer:
     """Indexes a cluster state once; explain(claim) answers for one claim, explain_pending() for all pending."""
 
     def __init__(self, device_classes=(), slices=(), claims=(), pods=(), nodes=(), quotas=(), namespaces=(),
-                 now=None):
+                 now=None, device_taint_rules=()):
         self.now = parse_time(now) if now is not None else datetime.datetime.now(_UTC)
+        self.taint_rules = list(device_taint_rules or [])
         self.classes = dict((_name(dc), dc) for dc in device_classes or [])
         self.claims = list(claims or [])
         self.nodes = dict((_name(node), node) for node in nodes or [])
@@ -261,21 +276,21 @@ class Explainer:
             if pool is None or int(pool_spec.get('generation') or 0) != pool['generation']:
                 continue
             for device in spec.get('devices') or []:
-                self.devices.append(_Device(key[0], key[1], device, spec))
+                entry = _Device(key[0], key[1], device, spec)
+                entry.taints = [t for t in device_taints(key[0], key[1], entry.name, device, self.taint_rules)
+                                if t['effect'] in UNTOLERATED_EFFECTS]
+                self.devices.append(entry)
         self.devices.sort(key=lambda d: (d.node or '', d.driver or '', d.pool or '', natural_key(d.name)))
         self.device_by_key = dict((d.key, d) for d in self.devices)
         notes = set()
         for device in self.devices:
-            if device.spec.get('allowMultipleAllocations'):
-                notes.add('shared devices (allowMultipleAllocations, consumable capacity)')
             if device.spec.get('consumesCounters'):
                 notes.add('partitionable devices (consumesCounters)')
-            if device.spec.get('taints'):
-                notes.add('device taints')
         self.device_features_not_modeled = sorted(notes)
 
     def _index_allocations(self):
         self.in_use = defaultdict(list)  # device key -> holders (dicts), admin-access allocations left out
+        self.consumed = defaultdict(list)  # device key -> consumedCapacity of each holder
         for claim in self.claims:
             allocation = (claim.get('status') or {}).get('allocation') or {}
             for result in (allocation.get('devices') or {}).get('results') or []:
@@ -283,6 +298,21 @@ class Explainer:
                     continue
                 key = (result.get('driver'), result.get('pool'), result.get('device'))
                 self.in_use[key].append(self._holder(claim, key))
+                self.consumed[key].append(result.get('consumedCapacity') or {})
+
+    def share_fits(self, device, requests):
+        """Whether a share asking requests ({capacity: quantity}) fits on a shared device beside its holders."""
+        for row in capacity_rows(device.spec, self.consumed.get(device.key, [])):
+            entry = (device.spec.get('capacity') or {}).get(row['name']) or {}
+            asked = requests.get(row['name'])
+            if asked is None:
+                asked = ((entry.get('requestPolicy') or {}).get('default')) or entry.get('value')
+            try:
+                if parse_quantity(asked) > parse_quantity(entry.get('value')) - parse_quantity(row['used']):
+                    return False
+            except ValueError:
+                return False
+        return True
 
     def _holder(self, claim, key):
         meta = _meta(claim)
@@ -492,14 +522,21 @@ class _ClaimExplanation:
                         'mode': alt.get('allocationMode') or 'ExactCount',
                         'count': int(alt.get('count') or 1), 'admin': bool(alt.get('adminAccess')),
                         'class_matching': class_matching, 'matching': [], 'error': error,
-                        'expressions': _expressions(alt.get('selectors'))}
+                        'expressions': _expressions(alt.get('selectors')), 'tainted': [],
+                        'capacity': dict(((alt.get('capacity') or {}).get('requests') or {}).items())}
                 if error is None:
                     plan['matching'], plan['error'] = self.x._match_all(plan['expressions'], class_matching)
+                    tolerations = alt.get('tolerations') or []
+                    plan['tainted'] = [d for d in plan['matching']
+                                       if any(not _tolerated(t, tolerations) for t in d.taints)]
+                    plan['matching'] = [d for d in plan['matching'] if d not in plan['tainted']]
                 plans.append(plan)
         return plans
 
     def _free(self, plan, device):
-        return plan['admin'] or not self.x.in_use.get(device.key)
+        if plan['admin'] or not self.x.in_use.get(device.key):
+            return True
+        return bool(device.spec.get('allowMultipleAllocations')) and self.x.share_fits(device, plan['capacity'])
 
     def _usable_nodes(self):
         """[(node name, node object or None)] where the claim's pod could run, and {node: why not} for the rest."""
@@ -692,6 +729,8 @@ class _ClaimExplanation:
         noun = _noun(plan['class'])
         want = plan['count'] if plan['mode'] == 'ExactCount' else 1
         label = 'request %s' % plan['name'] if len(self.requests) > 1 or plan['alternatives'] > 1 else 'the claim'
+        if not plan['matching'] and plan['tainted']:
+            return 'all_matching_tainted', self._tainted_sentence(plan, label)
         if not plan['matching']:
             return 'no_matching_device', self._no_match_sentence(plan, label)
         all_nodes = [(name, self.x.nodes.get(name)) for name in sorted(
@@ -763,6 +802,21 @@ class _ClaimExplanation:
         best_node = max(free, key=lambda n: free[n]) if free else None
         return ('%s asks for %d %s on one node; %d of the %d matching are free, but at most %d on one node (%s); in '
                 'use: %s.' % (label, want, noun, free_total, total, free.get(best_node, 0), best_node, listed))
+
+    def _tainted_sentence(self, plan, label):
+        devices = plan['tainted']
+        shown = ', '.join(d.label() for d in devices[:HOLDERS_IN_SENTENCE]) + (' ...' if len(devices) > 3 else '')
+        taints = []
+        for device in devices:
+            for taint in device.taints:
+                text = '%s%s:%s' % (taint['key'], '=%s' % taint['value'] if taint.get('value') else '', taint['effect'])
+                text += ' (DeviceTaintRule %s)' % taint['rule'] if taint['rule'] else ''
+                if text not in taints:
+                    taints.append(text)
+        return ('the %d %s matching %s (%s) %s tainted %s, which %s does not tolerate: ask the instructor when '
+                'the taint is lifted, or add a toleration to the request.'
+                % (len(devices), _noun(plan['class'], len(devices)), label, shown,
+                   'is' if len(devices) == 1 else 'are', join_names(taints), label))
 
     def _no_match_sentence(self, plan, label):
         noun = _noun(plan['class'])
@@ -870,13 +924,15 @@ def _int_quantity(value):
 # Entry points
 # ---------------------------------------------------------------------------
 
-def explain_claim(claim, *, device_classes, slices, claims, pods=(), nodes=(), quotas=(), namespaces=(), now=None):
+def explain_claim(claim, *, device_classes, slices, claims, pods=(), nodes=(), quotas=(), namespaces=(), now=None,
+                  device_taint_rules=()):
     """Why one claim is (not) allocatable right now.
 
     claim: a ResourceClaim dict (a claim not created yet, without metadata.uid, is also checked against the
     namespace's ResourceQuota). The other arguments are the cluster's objects as plain dicts; `claims` are all
     ResourceClaims (their allocations mark devices in use), `quotas` ResourceQuotas, `namespaces` give seats
     (label dralab.workshop/seat). now: time for ages (RFC 3339 string or aware datetime; default: now).
+    device_taint_rules: DeviceTaintRules (resource.k8s.io/v1alpha3), whose taints count like the devices' own.
 
     Returns a dict:
       claim         "namespace/name"; also namespace, name and seat
@@ -891,10 +947,13 @@ def explain_claim(claim, *, device_classes, slices, claims, pods=(), nodes=(), q
       node          for an allocatable claim, a node where it fits
     """
     return Explainer(device_classes=device_classes, slices=slices, claims=claims, pods=pods, nodes=nodes,
-                     quotas=quotas, namespaces=namespaces, now=now).explain(claim)
+                     quotas=quotas, namespaces=namespaces, now=now,
+                     device_taint_rules=device_taint_rules).explain(claim)
 
 
-def explain_pending(*, device_classes, slices, claims, pods=(), nodes=(), quotas=(), namespaces=(), now=None):
+def explain_pending(*, device_classes, slices, claims, pods=(), nodes=(), quotas=(), namespaces=(), now=None,
+                    device_taint_rules=()):
     """Explanations of every pending claim (no allocation), indexing the cluster once."""
     return Explainer(device_classes=device_classes, slices=slices, claims=claims, pods=pods, nodes=nodes,
-                     quotas=quotas, namespaces=namespaces, now=now).explain_pending()
+                     quotas=quotas, namespaces=namespaces, now=now,
+                     device_taint_rules=device_taint_rules).explain_pending()

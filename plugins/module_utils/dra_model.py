@@ -5,8 +5,20 @@
 
 Pure functions over plain dicts as the API serves them (resource.k8s.io/v1
 DeviceClasses, ResourceSlices, ResourceClaims; v1 Pods, Nodes, Namespaces and
-Events). No I/O: dra_collect reads the objects, analyze() judges them, so the
-same code runs on a live cluster and on recorded fixtures.
+Events; resource.k8s.io/v1alpha3 DeviceTaintRules). No I/O: dra_collect reads
+the objects, analyze() judges them, so the same code runs on a live cluster and
+on recorded fixtures.
+
+The DRA features of Kubernetes 1.35 (plugins/module_utils/dra_features.py):
+- a device with allowMultipleAllocations (consumable capacity) may hold
+  several claims while the sum of their consumedCapacity fits its capacity;
+  every shared device in use gets a row with its capacity used and free;
+- partitions of one card consume the counters of one shared counter set, so
+  a node's published count is its physical cards (counter sets, plus devices
+  that consume none), not its partitions;
+- taints come from the ResourceSlice (device.taints) and from
+  DeviceTaintRules (selector driver, pool, device);
+- the data a driver writes into status.devices is kept in each claim's row.
 
 Every input is indexed once (by uid, by namespace/name, by device), so the
 analysis stays linear in the number of objects (72 seats and more).
@@ -18,9 +30,24 @@ import datetime
 import re
 from collections import defaultdict
 
-from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.values import (
+    SEAT_LABEL,
+    format_quantity,
+    is_decimal_quantity,
+    parse_duration,
+    parse_quantity,
+)
 
 DEFAULT_DRIVER = 'gpu.example.com'
+# The labels of the example driver chart's kubelet plugin pods (its DaemonSet <release>-kubeletplugin).
+EXAMPLE_DRIVER_PLUGIN_LABELS = {'app.kubernetes.io/name': 'dra-example-driver',
+                                'app.kubernetes.io/component': 'kubeletplugin'}
+# The environment variable of the example chart's plugin container that names the driver it serves.
+PLUGIN_DRIVER_ENV = 'DRIVER_NAME'
+# Problems of a node that restarting its kubelet plugin pod may mend (it publishes its devices again).
+PLUGIN_MENDS = ('node_missing_slice', 'device_count_short', 'driver_plugin_not_ready')
+# A kubelet plugin container that ended within this many seconds is reported as a recent restart.
+PLUGIN_RESTART_WINDOW = 600
 POD_CLAIM_NAME_ANNOTATION = 'resource.kubernetes.io/pod-claim-name'
 TERMINATED_PHASES = ('Succeeded', 'Failed')
 
@@ -31,12 +58,17 @@ PROBLEM_TYPES = (
     'node_missing_slice',
     'device_count_short',
     'node_not_ready',
+    'driver_plugin_missing',
+    'driver_plugin_not_ready',
+    'driver_plugin_restarted',
     'pool_inconsistent',
     'claim_reserved_for_missing_pod',
     'claim_allocated_unused',
     'claim_pending',
     'device_double_allocated',
     'claim_device_unknown',
+    'device_capacity_exceeded',
+    'device_tainted',
 )
 
 _UTC = datetime.timezone.utc
@@ -351,16 +383,32 @@ def _selected(node, selector):
     return True
 
 
+def physical_cards(pool):
+    """The physical cards of a pool: one per shared counter set its devices consume, one per other device.
+
+    A partitionable card is published as its partitions and itself whole, all consuming the counters of one
+    counter set; returns {card: [device names]}.
+    """
+    cards = defaultdict(list)
+    for device_name, device in pool['devices'].items():
+        sets = sorted(set(item.get('counterSet') for item in device.get('consumesCounters') or []
+                          if item.get('counterSet')))
+        cards[('counters',) + tuple(sets) if sets else ('device', device_name)].append(device_name)
+    return cards
+
+
 def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problems):
     if expected_nodes:
         expected = list(dict.fromkeys(expected_nodes))
     else:
         expected = sorted(name for name, node in index.nodes.items() if _selected(node, node_selector))
-    published = defaultdict(set)
+    published = defaultdict(set)  # node -> its physical cards
+    device_counts = defaultdict(int)
     for pool in index.pools.values():
         if pool['driver'] == driver and pool['node']:
-            for device_name in pool['devices']:
-                published[pool['node']].add((pool['pool'], device_name))
+            for card in physical_cards(pool):
+                published[pool['node']].add((pool['pool'],) + card)
+            device_counts[pool['node']] += len(pool['devices'])
     names = list(expected) + sorted(set(published) - set(expected))
     expected_set = set(expected)
     rows = []
@@ -370,6 +418,7 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
         count = len(published.get(name, ()))
         want = per_node if name in expected_set else 0
         rows.append({'name': name, 'driver': driver, 'published': count, 'expected': want,
+                     'devices': device_counts.get(name, 0),
                      'slices': index.slice_counts.get((driver, name), 0), 'ready': ready})
         obj = 'Node %s' % name
         if name in expected_set and node is None:
@@ -389,7 +438,8 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
                 'node %s publishes no ResourceSlice for driver %s, so none of its %s can be allocated and pods '
                 'asking for them stay Pending.%s Check that the driver\'s kubelet plugin pod runs on %s '
                 '(kubectl get pods -A -o wide --field-selector spec.nodeName=%s) and read its logs; restarting '
-                'that pod republishes the slice.' % (name, driver, plural(want, 'device'), why, name, name),
+                'that pod (playbooks/heal.yml does) republishes the slice.'
+                % (name, driver, plural(want, 'device'), why, name, name),
                 node=name, driver=driver, published=0, expected=want))
         elif name in expected_set and 0 < count < want:
             problems.append(_problem(
@@ -408,6 +458,95 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
                 'kubelet on %s (systemctl status kubelet; journalctl -u kubelet).' % (name, detail, name),
                 node=name))
     return rows, expected
+
+
+def _plugin_state(pod):
+    """(ready, why not ready, restarts, newest termination {'finishedAt', 'exitCode', 'reason'} or None)."""
+    status = pod.get('status') or {}
+    ready_cond = _condition(pod, 'Ready') or {}
+    containers = status.get('containerStatuses') or []
+    restarts = sum(int(c.get('restartCount') or 0) for c in containers)
+    why = []
+    for container in containers:
+        waiting = (container.get('state') or {}).get('waiting')
+        if waiting:
+            why.append('%s %s' % (container.get('name'), waiting.get('reason') or 'waiting'))
+    if _meta(pod).get('deletionTimestamp'):
+        why.insert(0, 'being deleted')
+    if status.get('phase') != 'Running':
+        why.insert(0, 'phase %s' % (status.get('phase') or 'unknown'))
+    ready = not why and ready_cond.get('status') == 'True'
+    if not ready and not why:
+        why.append((ready_cond.get('reason') or 'not Ready') if ready_cond else 'no Ready condition')
+    ended = [c['lastState']['terminated'] for c in containers
+             if ((c.get('lastState') or {}).get('terminated') or {}).get('finishedAt')]
+    newest = max(ended, key=lambda t: parse_time(t['finishedAt']) or datetime.datetime.min.replace(tzinfo=_UTC),
+                 default=None)
+    return ready, ', '.join(why), restarts, newest
+
+
+def plugin_driver(pod):
+    """The driver a kubelet plugin pod serves, from its containers' DRIVER_NAME (the example chart sets it to
+    the release's driver), or None when no container names one."""
+    for container in (pod.get('spec') or {}).get('containers') or []:
+        for env in container.get('env') or []:
+            if env.get('name') == PLUGIN_DRIVER_ENV and env.get('value'):
+                return env['value']
+    return None
+
+
+def _check_plugins(index, driver, plugin_labels, expected, now, problems):
+    """The driver's kubelet plugin pod on every expected node: there, ready, and not just restarted.
+
+    Every release of the example chart labels its plugin pods alike (a GPU release and the NIC release of
+    gpu_nic_numa); a pod whose DRIVER_NAME names another driver is not this driver's plugin."""
+    if not plugin_labels:
+        return {}
+    by_node = defaultdict(list)
+    for pod in index.pods.by_key.values():
+        node_name = (pod.get('spec') or {}).get('nodeName')
+        if node_name and _selected(pod, plugin_labels) and plugin_driver(pod) in (None, driver):
+            by_node[node_name].append(pod)
+    selector = ','.join('%s=%s' % (k, v) if v is not None else k for k, v in sorted(plugin_labels.items()))
+    plugin_pods = {}
+    for name in expected:
+        if name not in index.nodes:
+            continue  # reported by _check_nodes
+        obj = 'Node %s' % name
+        pods = sorted(by_node.get(name, ()), key=lambda p: _meta(p).get('creationTimestamp') or '')
+        if not pods:
+            problems.append(_problem(
+                'driver_plugin_missing', ERROR, obj,
+                'no kubelet plugin pod of driver %s runs on node %s (no pod labelled %s there), so its devices '
+                'are neither published nor prepared for pods. Check the DaemonSet and why it has no pod there '
+                '(kubectl get daemonsets -A -l %s; a taint or a nodeSelector), then run playbooks/driver.yml.'
+                % (driver, name, selector, selector), node=name, driver=driver))
+            continue
+        pod = pods[-1]
+        ready, why, restarts, ended = _plugin_state(pod)
+        ref = '%s/%s' % (_ns(pod), _name(pod))
+        plugin_pods[name] = ref
+        logs = 'kubectl -n %s logs %s --previous' % (_ns(pod), _name(pod))
+        if not ready:
+            problems.append(_problem(
+                'driver_plugin_not_ready', ERROR, obj,
+                'the kubelet plugin of driver %s on node %s (pod %s) is not ready (%s; %s), so pods there cannot '
+                'get their devices prepared and stay in ContainerCreating. The kubelet restarts it by itself; if it '
+                'is not back within a minute, read %s and run playbooks/heal.yml.'
+                % (driver, name, ref, why, plural(restarts, 'restart'), logs),
+                node=name, driver=driver, pod=ref, restarts=restarts))
+            continue
+        finished = parse_time((ended or {}).get('finishedAt'))
+        if finished is not None and (now - finished).total_seconds() <= PLUGIN_RESTART_WINDOW:
+            problems.append(_problem(
+                'driver_plugin_restarted', WARNING, obj,
+                'the kubelet plugin of driver %s on node %s (pod %s) ended %s ago (exit code %s, %s) and was '
+                'restarted (%s in all); it is ready again and its devices are published. If it keeps restarting, '
+                'read %s.' % (driver, name, ref, format_age((now - finished).total_seconds()),
+                              ended.get('exitCode'), ended.get('reason') or 'no reason given',
+                              plural(restarts, 'restart'), logs),
+                node=name, driver=driver, pod=ref, restarts=restarts))
+    return plugin_pods
 
 
 def _check_pools(index, problems):
@@ -511,8 +650,9 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
             key = (result.get('driver'), result.get('pool'), result.get('device'))
             node = index.pool_node(key[0], key[1])
             devices.append({'driver': key[0], 'pool': key[1], 'device': key[2], 'request': result.get('request'),
-                            'node': node})
-            allocations[key].append((ref, bool(result.get('adminAccess'))))
+                            'node': node, 'consumed_capacity': dict(result.get('consumedCapacity') or {}),
+                            'share_id': result.get('shareID')})
+            allocations[key].append((ref, bool(result.get('adminAccess')), result.get('consumedCapacity') or {}))
             if key not in index.devices:
                 pool_known = (key[0], key[1]) in index.pools
                 where = ('pool %s publishes no device %s any more' % (key[1], key[2]) if pool_known
@@ -599,18 +739,129 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
             'created': created, 'age_seconds': age, 'pending_reason': pending_reason,
             'explain_reason': explained['reason'] if explained else None,
             'explain_sentence': explained['sentence'] if explained else None,
+            'device_status': device_status(claim),
         })
     return rows, allocations
 
 
+def device_status(claim):
+    """What drivers wrote about the claim's devices (status.devices): driver, pool, device, data, conditions."""
+    rows = []
+    for item in (claim.get('status') or {}).get('devices') or []:
+        rows.append({'driver': item.get('driver'), 'pool': item.get('pool'), 'device': item.get('device'),
+                     'share_id': item.get('shareID'), 'data': item.get('data'),
+                     'conditions': [dict((k, c.get(k)) for k in ('type', 'status', 'reason', 'message'))
+                                    for c in item.get('conditions') or []],
+                     'network_data': item.get('networkData')})
+    return rows
+
+
+def capacity_rows(device, consumed):
+    """[{name, total, used, free, over}] of a shared device's capacities, sorted by name, given the
+    consumedCapacity mappings of the allocations that share it (also the board's and the explainer's). An
+    allocation that records no consumedCapacity (made while the device was not shareable) holds all of it."""
+    rows = []
+    for name, entry in sorted((device.get('capacity') or {}).items()):
+        try:
+            total = parse_quantity((entry or {}).get('value'))
+        except ValueError:
+            continue
+        used = 0
+        for amounts in consumed:
+            try:
+                used += parse_quantity(amounts.get(name, '0')) if amounts else total
+            except ValueError:
+                continue
+        # Written as the driver publishes it: a NIC's 100G bandwidth in decimal units, a GPU's 80Gi in binary.
+        decimal = is_decimal_quantity((entry or {}).get('value'))
+        rows.append({'name': name, 'total': format_quantity(total, decimal), 'used': format_quantity(used, decimal),
+                     'free': format_quantity(max(total - used, 0), decimal), 'over': used > total})
+    return rows
+
+
+def taint_text(taint):
+    """key=value:Effect of a device taint."""
+    value = '=' + str(taint['value']) if taint.get('value') else ''
+    return '%s%s:%s' % (taint.get('key'), value, taint.get('effect'))
+
+
+def _check_shared_devices(index, allocations, problems):
+    """A row per shared device (allowMultipleAllocations) in use: its claims and capacity used/free; an error
+    when the claims consume more than it has."""
+    rows = []
+    for key in sorted(allocations, key=lambda k: tuple(x or '' for x in k)):
+        device = index.devices.get(key)
+        if device is None or not device.get('allowMultipleAllocations'):
+            continue
+        shares = [(ref, consumed) for ref, admin, consumed in allocations[key] if not admin]
+        holders = [ref for ref, dummy in shares]
+        capacity = capacity_rows(device, [consumed for dummy, consumed in shares])
+        over = ['%s %s of %s' % (row['name'], row['used'], row['total']) for row in capacity if row['over']]
+        driver, pool, name = key
+        node = index.pool_node(driver, pool)
+        rows.append({'driver': driver, 'pool': pool, 'device': name, 'node': node,
+                     'claims': list(dict.fromkeys(holders)),
+                     'capacity': dict((row['name'], dict((k, row[k]) for k in ('total', 'used', 'free')))
+                                      for row in capacity)})
+        if over:
+            problems.append(_problem(
+                'device_capacity_exceeded', ERROR, 'Device %s/%s/%s' % (driver, pool, name),
+                '%s is shared (allowMultipleAllocations) by %s, whose consumed capacity is more than the device has '
+                '(%s): their workloads were promised more than the card holds. An allocation is stale or was '
+                'written by hand: delete the newest claim (kubectl -n %s delete resourceclaim %s) and check the '
+                'kube-scheduler logs.' % (_device_label(driver, pool, name, node), join_names(holders),
+                                          '; '.join(over), holders[-1].split('/', 1)[0], holders[-1].split('/', 1)[1]),
+                driver=driver, pool=pool, device=name, claims=holders))
+    return rows
+
+
+def _rule_matches(rule, driver, pool, device_name):
+    selector = (rule.get('spec') or {}).get('deviceSelector') or {}
+    return all(selector.get(field) in (None, value)
+               for field, value in (('driver', driver), ('pool', pool), ('device', device_name)))
+
+
+def device_taints(driver, pool, device_name, device, rules):
+    """The taints of a device: its own (rule None) and those of the DeviceTaintRules that select it (rule = name);
+    each with key, value, effect, rule (also the explainer's)."""
+    taints = [dict(taint, rule=None) for taint in device.get('taints') or []]
+    for rule in rules or []:
+        if _rule_matches(rule, driver, pool, device_name):
+            taints.append(dict((rule.get('spec') or {}).get('taint') or {}, rule=_name(rule)))
+    return [dict((k, taint.get(k)) for k in ('key', 'value', 'effect', 'rule')) for taint in taints]
+
+
+def _check_taints(index, rules, problems):
+    """A row per tainted device (its own taints and those of DeviceTaintRules), and a warning for each."""
+    rows = []
+    for pool_key in sorted(index.pools, key=lambda k: (k[0] or '', k[1] or '')):
+        pool = index.pools[pool_key]
+        for device_name in sorted(pool['devices']):
+            taints = device_taints(pool['driver'], pool['pool'], device_name, pool['devices'][device_name], rules)
+            if not taints:
+                continue
+            rows.append({'driver': pool['driver'], 'pool': pool['pool'], 'node': pool['node'], 'device': device_name,
+                         'taints': taints})
+            text = join_names([taint_text(t) + (' (DeviceTaintRule %s)' % t['rule'] if t['rule'] else '')
+                               for t in taints])
+            problems.append(_problem(
+                'device_tainted', WARNING, 'Device %s/%s/%s' % (pool['driver'], pool['pool'], device_name),
+                '%s is tainted %s: claims that do not tolerate it do not get it%s.'
+                % (_device_label(pool['driver'], pool['pool'], device_name, pool['node']), text,
+                   ' (NoExecute also evicts the pods using it)' if any(t['effect'] == 'NoExecute' for t in taints)
+                   else ''),
+                driver=pool['driver'], pool=pool['pool'], device=device_name, taints=taints))
+    return rows
+
+
 def _check_double_allocations(index, allocations, problems):
     for key in sorted(allocations, key=lambda k: tuple(x or '' for x in k)):
-        holders = list(dict.fromkeys(ref for ref, admin in allocations[key] if not admin))
+        holders = list(dict.fromkeys(ref for ref, admin, dummy in allocations[key] if not admin))
         if len(holders) < 2:
             continue
         device = index.devices.get(key)
         if device is not None and device.get('allowMultipleAllocations'):
-            continue
+            continue  # _check_shared_devices judges its capacity
         driver, pool, name = key
         node = index.pool_node(driver, pool)
         newest = holders[-1]
@@ -631,8 +882,13 @@ def _check_double_allocations(index, allocations, problems):
 
 def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None, namespaces=None, events=None,
             driver=DEFAULT_DRIVER, expected_devices_per_node=8, expected_nodes=None, node_selector=None,
-            stale_claim_age='1h', now=None, explanations=None):
+            stale_claim_age='1h', now=None, explanations=None, plugin_labels=None, device_taint_rules=None):
     """Judge the DRA state of a cluster; return the health report dict.
+
+    expected_devices_per_node counts physical cards (a partitioned card is one).
+    plugin_labels: the labels of the driver's kubelet plugin pods (e.g. EXAMPLE_DRIVER_PLUGIN_LABELS); given,
+    every expected node must run a ready one (an error otherwise; a restart in the last 10 minutes warns).
+    device_taint_rules: the DeviceTaintRules (resource.k8s.io/v1alpha3), when the API serves them.
 
     now: aware datetime (default: current UTC time) against which claim ages are measured.
     explanations: {"namespace/name": dra_explain result} for pending claims; each claim_pending problem
@@ -645,9 +901,16 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
     problems = []
     node_rows, expected = _check_nodes(index, driver, int(expected_devices_per_node), expected_nodes,
                                        node_selector, problems)
+    plugin_pods = _check_plugins(index, driver, plugin_labels, expected, now, problems)
+    for problem in problems:
+        # What restarting the plugin could mend names the plugin pod to restart (playbooks/heal.yml does).
+        if problem['type'] in PLUGIN_MENDS and problem.get('node') in plugin_pods:
+            problem.setdefault('pod', plugin_pods[problem['node']])
     pool_rows = _check_pools(index, problems)
     claim_rows, allocations = _check_claims(index, stale_after, now, problems, explanations)
     _check_double_allocations(index, allocations, problems)
+    shared_rows = _check_shared_devices(index, allocations, problems)
+    taint_rows = _check_taints(index, device_taint_rules or [], problems)
 
     expected_set = set(expected)
     published_keys = set()
@@ -672,6 +935,8 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
         'claims_pending': sum(1 for row in claim_rows if row['state'] == 'pending'),
         'claims_allocated': sum(1 for row in claim_rows if row['state'] != 'pending'),
         'claims_reserved': sum(1 for row in claim_rows if row['state'] == 'reserved'),
+        'devices_shared': len(shared_rows),
+        'devices_tainted': sum(1 for row in taint_rows if row['driver'] == driver),
         'errors': errors,
         'warnings': len(problems) - errors,
     }
@@ -683,6 +948,8 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
         'claims': claim_rows,
         'problems': problems,
         'device_classes': sorted(index.device_classes),
+        'shared_devices': shared_rows,
+        'tainted_devices': taint_rows,
     }
 
 
@@ -731,8 +998,15 @@ def report_lines(report, detail=True):
         'Claims: %d total, %d pending, %d allocated (%d in use by pods)' % (
             summary['claims_total'], summary['claims_pending'], summary['claims_allocated'],
             summary['claims_reserved']),
-        'Nodes:' + ('' if report['nodes'] else ' none'),
     ]
+    if report.get('shared_devices'):
+        lines.append('Shared devices (consumable capacity):')
+    for row in report.get('shared_devices') or []:
+        use = ', '.join('%s %s used, %s free of %s' % (name, item['used'], item['free'], item['total'])
+                        for name, item in sorted(row['capacity'].items()))
+        lines.append('  %s: %s; %s' % (_device_label(row['driver'], row['pool'], row['device'], row['node']),
+                                       plural(len(row['claims']), 'claim'), use or 'no capacity published'))
+    lines.append('Nodes:' + ('' if report['nodes'] else ' none'))
     for nodes in _groups(report['nodes'], (lambda node: node['name']) if detail else _node_state):
         if len(nodes) <= AGGREGATE_AT:
             lines.extend('  %s: %s' % (node['name'], _node_state(node)) for node in nodes)

@@ -69,6 +69,10 @@ def run_with_client(argument_spec, run):
     run(module, client)
 
 
+# Seconds to connect to the API server and to wait for one answer: an unreachable server fails a task in
+# seconds instead of hanging it (a list is read in pages, so one answer never takes long).
+REQUEST_TIMEOUT = (10, 120)
+
 # How long one watch lasts before the server ends it and the watcher watches again (seconds).
 WATCH_SECONDS = 300
 
@@ -141,14 +145,14 @@ class KubeClient:
             # kubernetes >= 35 (new OpenAPI generator): serialize, then call.
             serialized = self.api_client.param_serialize(method, path, query_params=query, header_params=headers,
                                                          body=body, auth_settings=['BearerToken'])
-            response = self.api_client.call_api(*serialized)
+            response = self.api_client.call_api(*serialized, _request_timeout=REQUEST_TIMEOUT)
             data = response.read()
             if not 200 <= response.status <= 299:
                 raise ApiException(http_resp=response)
             return data
         response = self.api_client.call_api(path, method, query_params=query, body=body, header_params=headers,
                                             auth_settings=['BearerToken'], _preload_content=False,
-                                            _return_http_data_only=True)
+                                            _return_http_data_only=True, _request_timeout=REQUEST_TIMEOUT)
         return response.data
 
     def get(self, path, missing_ok=False):
@@ -351,6 +355,18 @@ def cluster_endpoint(params):
         return params['host'], ca_data, not params.get('validate_certs', True)
     server, ca_data, insecure = kubeconfig_cluster(kubeconfig_path(params), params.get('context'))
     return params.get('host') or server, ca_data, insecure
+
+
+def api_identity(client):
+    """Who the client is to a reachable API server: {'host', 'version', 'user', 'groups'}; K8sError otherwise.
+
+    GET /version answers anyone, so a SelfSubjectReview (authentication.k8s.io/v1) proves the credentials too."""
+    version = client.request('GET', '/version') or {}
+    review = client.request('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', body={
+        'apiVersion': 'authentication.k8s.io/v1', 'kind': 'SelfSubjectReview'}) or {}
+    user = (review.get('status') or {}).get('userInfo') or {}
+    return {'host': client.api_client.configuration.host, 'version': version.get('gitVersion', ''),
+            'user': user.get('username', ''), 'groups': list(user.get('groups') or [])}
 
 
 def _api_message(exc, method, path):

@@ -18,6 +18,13 @@ import difflib
 import re
 
 from ansible_collections.dralab.workshop.plugins.module_utils.device_class_menu import validate_menu
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import (
+    PCIE_ROOT_ATTRIBUTE,
+    companion_classes,
+    feature_problems,
+    gate_conflicts,
+    selected,
+)
 from ansible_collections.dralab.workshop.plugins.module_utils.feature_gates import (
     FEATURE_GATES,
     FEATURE_GATES_VERSION,
@@ -325,6 +332,49 @@ def _check_feature_gates(config, supported_version, report):
     return gates
 
 
+def _check_dra_features(config, gates, report):
+    """dralab_dra_features: known names, each once; no dralab_feature_gates entry switching off what they need."""
+    key = 'dralab_dra_features'
+    features = _given(config, key)
+    problems = feature_problems(features, key)
+    report.errors.extend(problems)
+    if problems:
+        return
+    for problem in gate_conflicts(features, gates or {}):
+        report.error('dralab_feature_gates', problem)
+    _check_companion_menu(features, config.get('dralab_device_classes'), report)
+    if not _given(config, 'dralab_registry_mirror'):
+        for feature in selected(features):
+            if feature.lab_build:
+                report.warn(key, '%s needs the lab\'s own build of dra-example-driver (the offline mirror\'s image, '
+                                 'tests/harness/mirror_build.py): with dralab_registry_mirror empty the nodes pull the '
+                                 'upstream image, whose drivers publish no %s, and its demo\'s claim stays pending'
+                            % (feature.name, PCIE_ROOT_ATTRIBUTE))
+    try:
+        per_seat = as_int(_given(config, 'dralab_gpus_per_seat'))
+    except ValueError:
+        return
+    for feature in selected(features):
+        if feature.seat_claims > per_seat:
+            report.warn(key, '%s: its demo (docs/demos/%s) makes %d claims in a seat, and dralab_gpus_per_seat %d '
+                             'lets a seat hold %d; raise dralab_gpus_per_seat to %d for the seats to run it'
+                        % (feature.name, feature.demo, feature.seat_claims, per_seat, per_seat, feature.seat_claims))
+
+
+def _check_companion_menu(features, menu, report):
+    """A companion class (a seat's claim may hold one of it beside its GPU) that the instructor's menu redefines
+    must select what the feature's class selects, or a seat could take a second GPU through it."""
+    for index, item in enumerate(menu if isinstance(menu, list) else []):
+        if not isinstance(item, dict) or item.get('name') not in companion_classes(features):
+            continue
+        feature_class = next(c for f in selected(features) for c in f.device_classes if c['name'] == item['name'])
+        if list(item.get('selectors') or []) != feature_class['selectors']:
+            report.error('dralab_device_classes[%d]' % index,
+                         '%s is the companion class of dralab_dra_features (a seat\'s claim may hold one of it '
+                         'beside its GPU), so its selectors must be %s, or a seat could take a second GPU through '
+                         'it; remove it from the menu or rename it' % (item['name'], feature_class['selectors']))
+
+
 def _check_seats(config, report):
     """Validate the seat settings; return the effective seat names (or None)."""
     explicit = config.get('dralab_seat_names')
@@ -492,7 +542,8 @@ def validate(config, compile_problem=None):
     report = _Report()
     _check_inventory(config, report)
     supported = _check_version(config, report)
-    _check_feature_gates(config, supported, report)
+    gates = _check_feature_gates(config, supported, report)
+    _check_dra_features(config, gates, report)
     _check_bool(config, 'dralab_cgroup_v1', report)
     for key in ('dralab_devices_per_node', 'dralab_gpus_per_seat'):
         _check_int_range(config, key, _bounds(key), report)

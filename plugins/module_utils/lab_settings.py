@@ -121,6 +121,9 @@ SETTINGS = (
             'empty = upstream'),
     Setting('dralab_feature_gates', 'list', [],
             'extra Kubernetes feature gate names to enable on every component'),
+    Setting('dralab_dra_features', 'list', [],
+            'DRA features to turn on, each with its gates, API versions, driver values, DeviceClasses and demo '
+            '(README: DRA features)'),
     Setting('dralab_pod_subnet', 'network', '10.244.0.0/16',
             'pod network of the CNI, kubeadm podSubnet'),
     Setting('dralab_service_subnet', 'network', '10.96.0.0/12',

@@ -16,14 +16,23 @@ Namespace object), never by labels on objects inside the namespace.
   the claim a ResourceClaimTemplate makes, asks for at most DEVICES_PER_CLAIM
   device(s) (counts summed over requests; of a firstAvailable list, the
   largest alternative), never allocationMode All. One policy per kind, so each
-  expression is checked against one schema.
+  expression is checked against one schema. With companion classes (the NIC
+  class of gpu_nic_numa, dra_features.companion_classes), a claim may also hold
+  COMPANIONS_PER_CLAIM device(s) of those classes beside its GPU: constraints
+  such as matchAttribute act only inside one claim. Devices of a request count
+  as companions only when the request names a companion class; in a
+  firstAvailable list, each alternative counts towards its own kind (the
+  largest of each), so no alternative can slip a second GPU in. A companion
+  class selects only the companion driver's devices, and seats cannot create
+  DeviceClasses, so naming one never yields a GPU.
 - dralab-seat-claim-count: a new ResourceClaim is refused, with a message
   saying what the seat holds and how to free it, when the seat's quota
   (count/resourceclaims.resource.k8s.io, the seat's GPUs) is used up. Its
   parameter is the seat's own ResourceQuota in the request's namespace.
 
 Together with the quota on the number of claims, a seat holds at most
-gpus_per_seat devices whatever DeviceClasses it names.
+gpus_per_seat GPUs (and as many companion devices) whatever DeviceClasses it
+names; the quota's per-class device keys cap the companion class too.
 """
 
 from __future__ import annotations
@@ -45,8 +54,10 @@ TEMPLATE_SIZE_POLICY = 'dralab-seat-claim-template-size'
 CLAIM_COUNT_POLICY = 'dralab-seat-claim-count'
 POLICY_NAMES = (SERVICES_POLICY, SECRETS_POLICY, CLAIM_SIZE_POLICY, TEMPLATE_SIZE_POLICY, CLAIM_COUNT_POLICY)
 
-# Every claim holds one device at most, so the claim-count quota is the seat's device limit.
+# Every claim holds one GPU at most, so the claim-count quota is the seat's GPU limit.
 DEVICES_PER_CLAIM = 1
+# Devices of companion classes (a NIC beside the GPU) a claim may hold when there are companion classes.
+COMPANIONS_PER_CLAIM = 1
 LEGACY_TOKEN_TYPE = 'kubernetes.io/service-account-token'
 
 
@@ -124,47 +135,73 @@ def secrets_policy():
                      'use kubectl create token, whose tokens expire with the event.' % LEGACY_TOKEN_TYPE}])
 
 
-def _claim_variables(spec):
-    """CEL variables over a ResourceClaimSpec (the expression spec): its requests, All, the device count."""
+def _cel_list(names):
+    return '[%s]' % ', '.join("'%s'" % name for name in names)
+
+
+def _claim_variables(spec, companions):
+    """CEL variables over a ResourceClaimSpec (the expression spec): its requests, All, the device counts.
+
+    Per request and kind its devices: count (default 1); of a firstAvailable list, the largest alternative of
+    that kind. A request (or alternative) is a companion when it names one of the companion classes."""
+    companion = "variables.companionClasses.exists(c, has(%s.deviceClassName) && %s.deviceClassName == c)"
+    per_kind = ('variables.requests.map(r, has(r.exactly) ? ((%(exact)s) ? (has(r.exactly.count) ? r.exactly.count '
+                ': 1) : 0) : ((has(r.firstAvailable) && size(r.firstAvailable) > 0) ? r.firstAvailable.map(s, '
+                '(%(sub)s) ? (has(s.count) ? s.count : 1) : 0).max() : 0))')
     return [
         {'name': 'requests',
          'expression': 'has(%s.devices) && has(%s.devices.requests) ? %s.devices.requests : []' % (spec, spec, spec)},
+        {'name': 'companionClasses', 'expression': _cel_list(companions)},
         {'name': 'asksAll',
          'expression': "variables.requests.exists(r, (has(r.exactly) && has(r.exactly.allocationMode) "
                        "&& r.exactly.allocationMode == 'All') || (has(r.firstAvailable) "
                        "&& r.firstAvailable.exists(s, has(s.allocationMode) && s.allocationMode == 'All')))"},
-        # Per request its devices: count (default 1), or of a firstAvailable list the largest alternative.
         {'name': 'perRequest',
-         'expression': 'variables.requests.map(r, has(r.exactly) ? (has(r.exactly.count) ? r.exactly.count : 1) '
-                       ': ((has(r.firstAvailable) && size(r.firstAvailable) > 0) '
-                       '? r.firstAvailable.map(s, has(s.count) ? s.count : 1).max() : 0))'},
+         'expression': per_kind % {'exact': '!' + companion % ('r.exactly', 'r.exactly'),
+                                   'sub': '!' + companion % ('s', 's')}},
+        {'name': 'companionsPerRequest',
+         'expression': per_kind % {'exact': companion % ('r.exactly', 'r.exactly'), 'sub': companion % ('s', 's')}},
         {'name': 'devices', 'expression': 'size(variables.perRequest) == 0 ? 0 : variables.perRequest.sum()'},
+        {'name': 'companions',
+         'expression': 'size(variables.companionsPerRequest) == 0 ? 0 : variables.companionsPerRequest.sum()'},
     ]
 
 
-def _size_policy(name, resource, kind, spec, limit):
-    return _policy(
-        name,
-        'A %s of a workshop seat asks for at most %d device(s), never all.' % (kind, limit),
-        _rules('resource.k8s.io', [resource], ['CREATE']),
-        [
-            {'expression': '!variables.asksAll', 'reason': 'Forbidden',
-             'message': 'allocationMode All would take every matching GPU of the shared lab; workshop seats ask '
-                        'for one device at a time (allocationMode ExactCount, count 1).'},
-            {'expression': 'variables.devices <= %d' % limit, 'reason': 'Forbidden',
-             'messageExpression': "'a workshop seat asks for at most %d device(s) per claim; this %s asks for ' + "
-                                  "string(variables.devices) + '. Ask for one device per claim.'" % (limit, kind)},
-        ],
-        variables=_claim_variables(spec))
+def _size_policy(name, resource, kind, spec, limit, companions):
+    companion_limit = COMPANIONS_PER_CLAIM if companions else 0
+    validations = [
+        {'expression': '!variables.asksAll', 'reason': 'Forbidden',
+         'message': 'allocationMode All would take every matching GPU of the shared lab; workshop seats ask '
+                    'for one device at a time (allocationMode ExactCount, count 1).'},
+        {'expression': 'variables.devices <= %d' % limit, 'reason': 'Forbidden',
+         'messageExpression': "'a workshop seat asks for at most %d device(s) per claim; this %s asks for ' + "
+                              "string(variables.devices) + '. Ask for one device per claim.'" % (limit, kind)},
+    ]
+    description = 'A %s of a workshop seat asks for at most %d device(s), never all.' % (kind, limit)
+    if companions:
+        classes = ', '.join(companions)
+        description = ('A %s of a workshop seat asks for at most %d GPU(s) and %d device(s) of %s, never all.'
+                       % (kind, limit, companion_limit, classes))
+        validations[1]['messageExpression'] = (
+            "'a workshop seat asks for at most %d GPU(s) per claim (beside %d device(s) of %s); this %s asks for ' + "
+            "string(variables.devices) + ' other than %s. Ask for one GPU per claim.'"
+            % (limit, companion_limit, classes, kind, classes))
+        validations.append({
+            'expression': 'variables.companions <= %d' % companion_limit, 'reason': 'Forbidden',
+            'messageExpression': "'a workshop seat asks for at most %d device(s) of %s per claim; this %s asks for ' + "
+                                 "string(variables.companions) + '.'" % (companion_limit, classes, kind)})
+    return _policy(name, description, _rules('resource.k8s.io', [resource], ['CREATE']), validations,
+                   variables=_claim_variables(spec, companions))
 
 
-def claim_size_policy(devices_per_claim=DEVICES_PER_CLAIM):
-    return _size_policy(CLAIM_SIZE_POLICY, 'resourceclaims', 'ResourceClaim', 'object.spec', int(devices_per_claim))
+def claim_size_policy(devices_per_claim=DEVICES_PER_CLAIM, companion_classes=()):
+    return _size_policy(CLAIM_SIZE_POLICY, 'resourceclaims', 'ResourceClaim', 'object.spec', int(devices_per_claim),
+                        sorted(companion_classes))
 
 
-def template_size_policy(devices_per_claim=DEVICES_PER_CLAIM):
+def template_size_policy(devices_per_claim=DEVICES_PER_CLAIM, companion_classes=()):
     return _size_policy(TEMPLATE_SIZE_POLICY, 'resourceclaimtemplates', 'ResourceClaimTemplate', 'object.spec.spec',
-                        int(devices_per_claim))
+                        int(devices_per_claim), sorted(companion_classes))
 
 
 def claim_count_policy():
@@ -187,10 +224,11 @@ def claim_count_policy():
         param_kind={'apiVersion': 'v1', 'kind': 'ResourceQuota'})
 
 
-def seat_policies(devices_per_claim=DEVICES_PER_CLAIM):
-    """Every policy and its binding, policies first."""
-    policies = [services_policy(), secrets_policy(), claim_size_policy(devices_per_claim),
-                template_size_policy(devices_per_claim), claim_count_policy()]
+def seat_policies(devices_per_claim=DEVICES_PER_CLAIM, companion_classes=()):
+    """Every policy and its binding, policies first. companion_classes: DeviceClasses of which a claim may hold
+    COMPANIONS_PER_CLAIM device(s) beside its GPU (dra_features.companion_classes)."""
+    policies = [services_policy(), secrets_policy(), claim_size_policy(devices_per_claim, companion_classes),
+                template_size_policy(devices_per_claim, companion_classes), claim_count_policy()]
     bindings = [_binding(SERVICES_POLICY), _binding(SECRETS_POLICY), _binding(CLAIM_SIZE_POLICY),
                 _binding(TEMPLATE_SIZE_POLICY),
                 _binding(CLAIM_COUNT_POLICY, {'name': QUOTA_NAME, 'parameterNotFoundAction': 'Deny'})]

@@ -235,16 +235,24 @@ def parse_quantity(text):
     return -value if sign == '-' else value
 
 
-def format_quantity(value):
-    """Short text of a quantity value: the largest exact binary unit (80Gi), else a plain number."""
+def format_quantity(value, decimal=False):
+    """Short text of a quantity value: the largest exact binary unit (80Gi), or with decimal the largest exact
+    decimal unit (100G), else a plain number."""
     if value.denominator == 1:
         number = int(value)
-        for suffix in ('Ei', 'Pi', 'Ti', 'Gi', 'Mi', 'Ki'):
-            unit = _BINARY_SUFFIXES[suffix]
+        units = (('E', 'P', 'T', 'G', 'M', 'k') if decimal else ('Ei', 'Pi', 'Ti', 'Gi', 'Mi', 'Ki'))
+        for suffix in units:
+            unit = _DECIMAL_SUFFIXES[suffix] if decimal else _BINARY_SUFFIXES[suffix]
             if number and number % unit == 0:
                 return '%d%s' % (number // unit, suffix)
         return str(number)
     return str(float(value))
+
+
+def is_decimal_quantity(text):
+    """Whether a quantity string is written with a decimal SI suffix (100G, 5k), not a binary one (80Gi)."""
+    match = _QUANTITY_RE.match(str(text).strip()) if isinstance(text, str) else None
+    return bool(match and match.group(3) and match.group(3) in _DECIMAL_SUFFIXES and match.group(3) != '')
 
 
 _DIGEST = re.compile(r'^sha256:[0-9a-f]{64}$')

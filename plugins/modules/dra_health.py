@@ -86,6 +86,22 @@ options:
         and the first names (nodes in the same state likewise). RV(summary) counts everything either way.
     type: bool
     default: true
+  check_plugins:
+    description:
+      - Check the driver's kubelet plugin pods (those labelled O(plugin_labels)) on every expected node.
+      - A node without one, or with one that is not ready, is an error (its devices cannot be prepared for
+        pods); a plugin that ended and was restarted in the last 10 minutes is a warning.
+      - Leave it off when the plugin does not run as a pod.
+    type: bool
+    default: false
+  plugin_labels:
+    description:
+      - The labels of the driver's kubelet plugin pods, used with O(check_plugins).
+      - The default is what the dra-example-driver chart sets.
+    type: dict
+    default:
+      app.kubernetes.io/name: dra-example-driver
+      app.kubernetes.io/component: kubeletplugin
 extends_documentation_fragment:
   - dralab.workshop.k8s_auth
   - dralab.workshop.attributes
@@ -184,6 +200,14 @@ summary:
       description: Allocated claims reserved for at least one consumer.
       type: int
       sample: 24
+    devices_shared:
+      description: Shared devices (allowMultipleAllocations, consumable capacity) allocated to at least one claim.
+      type: int
+      sample: 1
+    devices_tainted:
+      description: Devices of the driver with a taint of their own or of a DeviceTaintRule.
+      type: int
+      sample: 3
     errors:
       description: Number of problems with severity C(error).
       type: int
@@ -278,7 +302,16 @@ claims:
       description: V(pending) (no allocation), V(allocated) (allocation, no consumer) or V(reserved) (in use).
       type: str
     devices:
-      description: Allocated devices, each with C(driver), C(pool), C(device), C(request) and C(node).
+      description:
+        - Allocated devices, each with C(driver), C(pool), C(device), C(request) and C(node), and for a share of a
+          shared device C(consumed_capacity) (name to quantity) and C(share_id).
+      type: list
+      elements: dict
+    device_status:
+      description:
+        - What the drivers wrote about the claim's devices (C(status.devices), DRAResourceClaimDeviceStatus), each
+          with C(driver), C(pool), C(device), C(share_id), C(data) (for the example driver C(uuid), C(model),
+          C(driverVersion)), C(conditions) and C(network_data); empty when no driver wrote any.
       type: list
       elements: dict
     reserved_for:
@@ -385,6 +418,34 @@ device_classes:
   type: list
   elements: str
   sample: [gpu.example.com]
+shared_devices:
+  description:
+    - Per shared device (allowMultipleAllocations) allocated to claims, the claims sharing it and per capacity its
+      C(total), C(used) (the sum of the claims' consumed capacity) and C(free). A sum above the total is a
+      C(device_capacity_exceeded) error.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - driver: gpu.example.com
+      pool: node1
+      device: gpu-0
+      node: node1
+      claims: [user01/small-1, user01/small-2, user01/small-3]
+      capacity: {memory: {total: 80Gi, used: 30Gi, free: 50Gi}, compute: {total: "100", used: "30", free: "70"}}
+tainted_devices:
+  description:
+    - Per tainted device, its taints (C(key), C(value), C(effect), and C(rule), the DeviceTaintRule that set it, or
+      null for a taint the driver published). Each is also a C(device_tainted) warning.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - driver: gpu.example.com
+      pool: node1
+      node: node1
+      device: gpu-0
+      taints: [{key: dralab.workshop/maintenance, value: gpu-0, effect: NoSchedule, rule: maintenance-gpu-0}]
 report_lines:
   description:
     - The report for a person, one line each, as role lab_health prints it. The verdict with the number of errors
@@ -427,6 +488,8 @@ def argspec():
         fail_on_unhealthy=dict(type='bool', default=True),
         include_events=dict(type='bool', default=True),
         detail=dict(type='bool', default=True),
+        check_plugins=dict(type='bool', default=False),
+        plugin_labels=dict(type='dict', default=dict(dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS)),
     )
     return spec
 
@@ -464,13 +527,15 @@ def run(module, client, now=None):
         module.warn(warning)
     explanations = dra_explain.explain_pending(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
-        nodes=data['nodes'], namespaces=data['namespaces'], now=now)
+        nodes=data['nodes'], namespaces=data['namespaces'], now=now, device_taint_rules=data['device_taint_rules'])
     report = dra_model.analyze(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],
         expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
         node_selector=params['node_selector'], stale_claim_age=stale_after, now=now,
-        explanations=dict((item['claim'], item) for item in explanations))
+        explanations=dict((item['claim'], item) for item in explanations),
+        plugin_labels=params['plugin_labels'] if params['check_plugins'] else None,
+        device_taint_rules=data['device_taint_rules'])
     report['report_lines'] = dra_model.report_lines(report, detail=params['detail'])
     if not params['detail']:
         report = dra_model.summarize(report)

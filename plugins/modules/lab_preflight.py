@@ -166,6 +166,7 @@ settings:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import feature_gates, feature_problems
 
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import (
     effective_settings,
@@ -211,7 +212,9 @@ def lab_config(params, resolved=None):
 def cel_checker(config):
     """compile_problem for the menu's selectors, in the CEL environment of the lab's feature gates."""
     gates, dummy = parse_feature_gates(config.get('dralab_feature_gates'))
-    consumable = bool(gates.get('DRAConsumableCapacity'))
+    features = config.get('dralab_dra_features')
+    wanted = feature_gates(features) if not feature_problems(features) else []
+    consumable = bool(gates.get('DRAConsumableCapacity', 'DRAConsumableCapacity' in wanted))
     return lambda expression: dra_cel.compile_problem(expression, consumable_capacity=consumable)
 
 

@@ -27,8 +27,8 @@ description:
     C(dralab-seat-secrets), C(dralab-seat-claim-size), C(dralab-seat-claim-template-size),
     C(dralab-seat-claim-count)) that select the seat namespaces by the Namespace's labels and refuse NodePort,
     LoadBalancer and externalIPs Services, legacy service-account-token Secrets, claims asking more than one device
-    or all devices, and, with a message naming what the seat holds, a
-    claim beyond the seat's O(gpus_per_seat).
+    (beside one device of the O(companion_device_classes)) or all devices, and, with a message naming what the seat
+    holds, a claim beyond the seat's O(gpus_per_seat).
   - Once for all seats, a ClusterRole O(reader_cluster_role) that reads DeviceClasses, ResourceSlices and Nodes, and
     a ClusterRoleBinding of the same name that lists every seat's ServiceAccount.
   - The policies come first in the list, then the Namespaces, so the API server accepts the namespaced objects that
@@ -70,9 +70,18 @@ options:
     description:
       - Devices a seat may hold in total, whatever the DeviceClasses. Every seat claim asks for one device at most
         (admission policy), and the quota caps the seat's ResourceClaims (claims made from templates count too) at
-        this number.
+        this number. A claim may also hold one device of a class of O(companion_device_classes).
     type: int
     default: 1
+  companion_device_classes:
+    description:
+      - DeviceClasses of which a seat's claim may hold one device beside its one GPU (the NIC class of the DRA
+        feature V(gpu_nic_numa), since a GPU and a NIC on one PCIe root need one claim). Empty, a claim holds one device
+        of any class. A companion class must select only non-GPU devices; the quota caps it per class like any
+        other.
+    type: list
+    elements: str
+    default: []
   pods_per_seat:
     description:
       - Pods a seat may have at a time (quota key C(pods)); empty for no cap.
@@ -263,6 +272,7 @@ def argspec():
         devices_per_seat=dict(type='int', default=1),
         devices_per_class=dict(type='dict', default={}),
         gpus_per_seat=dict(type='int', default=1),
+        companion_device_classes=dict(type='list', elements='str', default=[]),
         pods_per_seat=dict(type='str', default=''),
         cpu_per_seat=dict(type='str', default=''),
         memory_per_seat=dict(type='str', default=''),
@@ -294,7 +304,8 @@ def run(module, client=None):
     except K8sError as exc:
         module.fail_json(msg='Cannot read the cluster: %s' % exc)
     try:
-        objects = seat_policies.seat_policies() + seat_model.build_seat_objects(
+        objects = seat_policies.seat_policies(
+            companion_classes=params['companion_device_classes']) + seat_model.build_seat_objects(
             params['seats'], device_classes, devices_per_seat=params['devices_per_seat'],
             devices_per_class=params['devices_per_class'], gpus_per_seat=params['gpus_per_seat'],
             quota_extra=params['quota_extra'], pod_security=params['pod_security'],

@@ -12,7 +12,10 @@ What runs (all on 127.0.0.1, random free ports, state in one directory):
                             it manages only nodes annotated kwok.x-k8s.io/node=fake,
                             which this script creates
   dra-example-kubeletplugin one per node, identity system:node:NAME, publishes
-                            that node's ResourceSlice (driver gpu.example.com)
+                            that node's ResourceSlice (driver gpu.example.com);
+                            per extra release of the chart (driver_releases, e.g.
+                            the NICs of gpu_nic_numa) one more per node, with that
+                            release's profile and driver name
 
 Usage:
   python tests/harness/cluster.py up --dir DIR [--nodes node-1,node-2] [--feature-gates A,B=false]
@@ -247,14 +250,26 @@ def log_tail(path: Path, lines: int = 15) -> str:
 
 class Cluster:
     def __init__(self, directory: str | Path, nodes=DEFAULT_NODES, feature_gates: str = "",
-                 num_devices: int = 8, timeout: float = 240, die_with_parent: bool = False):
+                 num_devices: int = 8, timeout: float = 240, die_with_parent: bool = False,
+                 runtime_config=(), driver_values: dict | None = None, driver_releases=()):
         """die_with_parent: the processes get SIGKILL if this process dies (even by
         SIGKILL), for in-process use such as a pytest fixture. The CLI's `up` leaves
-        it off so the cluster outlives the command."""
+        it off so the cluster outlives the command.
+        runtime_config: more kube-apiserver --runtime-config entries (resource.k8s.io/v1alpha3=true).
+        driver_values: dra-example-driver chart values (as roles/dra_driver passes them) that the kubelet
+        plugins get the way the chart hands them over (chart_plugin_env).
+        driver_releases: more releases of the chart (dra_features.driver_releases: suffix, driver, values); each
+        runs one more plugin per node, `plugin-<suffix>-<node>`, publishing num_devices devices of its driver."""
         self.dir = Path(directory).resolve()
         self.die_with_parent = die_with_parent
         self.nodes = list(nodes)
         self.feature_gates = normalize_gates(feature_gates)
+        self.runtime_config = list(runtime_config)
+        self.driver_values = dict(driver_values or {})
+        self.plugin_env = chart_plugin_env(self.driver_values)
+        self.driver_releases = [dict(release) for release in driver_releases]
+        for release in self.driver_releases:
+            chart_plugin_env(release["values"])  # refuse a value the harness cannot pass, before anything starts
         self.num_devices = num_devices
         self.timeout = timeout
         self.state: dict = {"procs": []}
@@ -309,7 +324,9 @@ class Cluster:
                 raise ClusterError(f"{self.dir} exists and is not empty; refusing to use it")
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / MARKER).touch()
-        self.state = {"procs": [], "nodes": self.nodes, "feature_gates": self.feature_gates}
+        self.state = {"procs": [], "nodes": self.nodes, "feature_gates": self.feature_gates,
+                      "runtime_config": self.runtime_config, "driver_values": self.driver_values,
+                      "driver_releases": self.driver_releases}
         self._save_state()
 
     def _up(self) -> None:
@@ -381,7 +398,7 @@ class Cluster:
             f"--etcd-certfile={p('etcd', 'crt')}", f"--etcd-keyfile={p('etcd', 'key')}",
             "--authorization-mode=Node,RBAC",
             *apiserver_role_flags(),  # as roles/control_plane sets them
-            "--runtime-config=resource.k8s.io/v1=true",
+            "--runtime-config=" + ",".join(["resource.k8s.io/v1=true", *self.runtime_config]),
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki.dir / 'sa.pub'}",
@@ -441,19 +458,26 @@ class Cluster:
         self._wait("nodes Ready", lambda: self._nodes_ready(api))
         self._wait("ServiceAccount default/default", lambda: self._default_sa(api))
 
+        releases = [("", DRIVER, self.plugin_env)] + [
+            (f"{release['suffix']}-", release["driver"], chart_plugin_env(release["values"]))
+            for release in self.driver_releases]
         for name in self.nodes:
             nd = self._node_dir(name)
             for sub in ("registry", "plugins", "cdi"):
                 (nd / sub).mkdir(parents=True, exist_ok=True)
-            self._start(f"plugin-{name}", [
-                bins["dra-example-kubeletplugin"], f"--node-name={name}",
-                f"--num-devices={self.num_devices}", "--device-profile=gpu",
-                f"--kubeconfig={kc / f'node-{name}.kubeconfig'}",
-                f"--kubelet-registrar-directory-path={nd / 'registry'}",
-                f"--kubelet-plugins-directory-path={nd / 'plugins'}",
-                f"--cdi-root={nd / 'cdi'}",
-            ])
-        self._wait(f"{len(self.nodes)} ResourceSlices with {self.num_devices} devices",
+            for prefix, driver, env in releases:
+                # As the chart does: DEVICE_PROFILE (default gpu) and DRIVER_NAME (<profile>.example.com).
+                self._start(f"plugin-{prefix}{name}", [
+                    bins["dra-example-kubeletplugin"], f"--node-name={name}",
+                    f"--num-devices={self.num_devices}", f"--device-profile={env.get('DEVICE_PROFILE', 'gpu')}",
+                    f"--driver-name={driver}",
+                    f"--kubeconfig={kc / f'node-{name}.kubeconfig'}",
+                    f"--kubelet-registrar-directory-path={nd / 'registry'}",
+                    f"--kubelet-plugins-directory-path={nd / 'plugins'}",
+                    f"--cdi-root={nd / 'cdi'}",
+                ], env=env)
+        self._wait(f"{len(self.nodes)} ResourceSlices with {self.devices_published} devices"
+                   + "".join(f", {self.num_devices} of {r['driver']}" for r in self.driver_releases),
                    lambda: self._slices_ready(api))
 
     def _node_dir(self, name: str) -> Path:
@@ -548,15 +572,27 @@ class Cluster:
         client.CoreV1Api(api).read_namespaced_service_account("default", "default")
         return True
 
+    @property
+    def devices_published(self) -> int:
+        """Devices each node's plugin publishes: with partitions, each card as its partitions and itself whole."""
+        partitions = int(self.plugin_env.get("GPU_PARTITIONS", "0"))
+        return self.num_devices * (partitions + 1) if partitions > 0 else self.num_devices
+
     def _slices_ready(self, api) -> bool:
         counts = self.devices_per_node(api)
-        return all(counts.get(name) == self.num_devices for name in self.nodes)
+        if not all(counts.get(name) == self.devices_published for name in self.nodes):
+            return False
+        for release in self.driver_releases:
+            counts = self.devices_per_node(api, release["driver"])
+            if not all(counts.get(name) == self.num_devices for name in self.nodes):
+                return False
+        return True
 
-    def devices_per_node(self, api) -> dict[str, int]:
+    def devices_per_node(self, api, driver: str = DRIVER) -> dict[str, int]:
         from kubernetes import client
         counts: dict[str, int] = {}
         for s in client.ResourceV1Api(api).list_resource_slice().items:
-            if s.spec.driver == DRIVER and s.spec.node_name:
+            if s.spec.driver == driver and s.spec.node_name:
                 counts[s.spec.node_name] = counts.get(s.spec.node_name, 0) + len(s.spec.devices or [])
         return counts
 
@@ -679,6 +715,35 @@ def _die_with_parent() -> None:
 
 def _exit_on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)  # unwinds through up()'s cleanup
+
+
+# How the dra-example-driver v0.4.0 chart hands its values to the kubelet plugin
+# (deployments/helm/dra-example-driver/templates/kubeletplugin.yaml): value path -> environment variable.
+# The harness runs the plugin without the chart, so it does the same for the values it supports.
+CHART_PLUGIN_ENV = {
+    ("deviceProfile",): "DEVICE_PROFILE",
+    ("gpuAllowMultipleAllocations",): "GPU_ALLOW_MULTIPLE_ALLOCATIONS",
+    ("gpuDeviceStatus",): "GPU_DEVICE_STATUS",
+    ("kubeletPlugin", "gpuPartitions"): "GPU_PARTITIONS",
+    ("kubeletPlugin", "bindingConditions"): "BINDING_CONDITIONS",
+}
+
+
+def chart_plugin_env(values: dict) -> dict[str, str]:
+    """The kubelet plugin's environment for chart values; ClusterError for a value the harness cannot pass."""
+    env: dict[str, str] = {}
+
+    def walk(prefix: tuple, tree: dict) -> None:
+        for key, value in tree.items():
+            path = (*prefix, key)
+            if isinstance(value, dict):
+                walk(path, value)
+            elif path in CHART_PLUGIN_ENV:
+                env[CHART_PLUGIN_ENV[path]] = str(value).lower() if isinstance(value, bool) else str(value)
+            else:
+                raise ClusterError(f"chart value {'.'.join(path)} has no kubelet plugin equivalent in the harness")
+    walk((), values or {})
+    return env
 
 
 def normalize_gates(spec: str) -> str:

@@ -14,7 +14,10 @@ repository, keyed by version:
     ${DRALAB_CACHE:-~/.cache/dralab}/bin/<name>-<version>/build.log
 
 A bundle (the CNI plugins) is a folder of binaries, complete when its
-.complete file exists.
+.complete file exists. A group built with the lab's own source edits
+(SOURCE_EDITS: the DRA example driver publishes resource.kubernetes.io/pcieRoot)
+is cached under <version>+dralab.<hash of the edits> instead, so a changed edit
+rebuilds it.
 
 A binary that is already there is not rebuilt, so a warm run only checks
 files. A build writes to a temporary name and renames it into place when it
@@ -42,6 +45,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -148,6 +152,61 @@ DROP_IMPORTS = {
     "flannel": ("main.go", ["github.com/flannel-io/flannel/pkg/backend/tencentvpc"]),
 }
 
+
+@dataclass(frozen=True)
+class SourceEdit:
+    """Insert `insert` right after `anchor`, which must occur exactly once in `file` of the module."""
+    file: str
+    anchor: str
+    insert: str
+
+
+def _pcie_root_edit(file: str, model: str, indent: str) -> SourceEdit:
+    anchor = (f'{indent}"model": {{\n{indent}\tStringValue: ptr.To("{model}"),\n{indent}}},\n')
+    insert = (f'{indent}"resource.kubernetes.io/pcieRoot": {{\n'
+              f'{indent}\tStringValue: ptr.To(fmt.Sprintf("pci0000:%02x", i%2)),\n{indent}}},\n')
+    return SourceEdit(file, anchor, insert)
+
+
+# The lab's own build of upstream source: edits made to a copy of the module (./src in the cache workdir,
+# used through a `replace`), never in the repository. A patched group's binaries (and the mirror image that
+# holds them) are cached under the version plus a hash of its edits (build_version), so changing an edit
+# rebuilds them; an anchor that is missing or occurs twice fails the build (the upstream source changed).
+SOURCE_EDITS = {
+    # gpu_nic_numa (plugins/module_utils/dra_features.py): a GPU and a NIC on one PCIe root, through
+    # `constraints: [{matchAttribute: resource.kubernetes.io/pcieRoot}]`. v0.4.0's gpu and net profiles publish
+    # attributes of their own domains only (gpu.example.com/..., net.example.com/...), so no claim can match the
+    # two. Both profiles also publish the standard attribute resource.kubernetes.io/pcieRoot: "pci0000:00" for
+    # an even device index, "pci0000:01" for an odd one, so GPU k and NIC k of a node share a root. The loop
+    # variable of both EnumerateDevices is i; partitions copy their card's attributes, so they keep its root.
+    "dra-example-driver": [
+        _pcie_root_edit("internal/profiles/gpu/gpu.go", "LATEST-GPU-MODEL", "\t\t\t"),
+        _pcie_root_edit("internal/profiles/net/net.go", "LATEST-NET-MODEL", "\t\t\t\t"),
+    ],
+}
+
+
+def edits_hash(group: str) -> str:
+    """A short hash of the group's SOURCE_EDITS ("" for an unpatched group)."""
+    edits = SOURCE_EDITS.get(group)
+    if not edits:
+        return ""
+    text = json.dumps([[e.file, e.anchor, e.insert] for e in edits])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def apply_source_edits(src: Path, edits: list[SourceEdit], what: str = "") -> None:
+    """Apply the edits to the module copy in `src`; BuildError when an anchor is not there exactly once."""
+    for edit in edits:
+        target = src / edit.file
+        text = target.read_text()
+        found = text.count(edit.anchor)
+        if found != 1:
+            raise BuildError(f"{what or src}/{edit.file}: the text to patch occurs {found} times, not once "
+                             f"(did the upstream source change?): {edit.anchor!r}")
+        target.write_text(text.replace(edit.anchor, edit.anchor + edit.insert))
+
+
 # Role variables as an inventory would set them (set_role_overrides, --set, --vars).
 _role_vars = role_vars.RoleVars()
 
@@ -183,8 +242,15 @@ def group_module(group: str) -> tuple[str, str]:
     return m.group(1), m.group(2)
 
 
+def build_version(group: str) -> str:
+    """The cache key of a group's builds: the module version, plus the hash of its SOURCE_EDITS when patched."""
+    version = group_module(group)[1]
+    patch = edits_hash(group)
+    return f"{version}+dralab.{patch}" if patch else version
+
+
 def component_version(comp: Component) -> str:
-    return group_module(comp.group)[1]
+    return build_version(comp.group)
 
 
 def binary_path(comp: Component, root: Path | None = None) -> Path:
@@ -204,13 +270,21 @@ def gomod_template(group: str) -> str:
         file, imports = DROP_IMPORTS[group]
         text += f"\n// {file} of the copy in ./src without {', '.join(imports)}\n"
         text += f"replace {group_module(group)[0]} => ./src\n"
+    if group in SOURCE_EDITS:
+        files = sorted(set(edit.file for edit in SOURCE_EDITS[group]))
+        text += f"\n// the copy in ./src with gobuild.py's SOURCE_EDITS {edits_hash(group)} ({', '.join(files)})\n"
+        text += f"replace {group_module(group)[0]} => ./src\n"
     return text
 
 
+def patched(group: str) -> bool:
+    """Whether the group builds a changed copy of its module (DROP_IMPORTS, SOURCE_EDITS)."""
+    return group in DROP_IMPORTS or group in SOURCE_EDITS
+
+
 def write_patched_source(group: str, go: str, workdir: Path, env: dict) -> None:
-    """workdir/src: the group's module with the imports of DROP_IMPORTS removed."""
+    """workdir/src: the group's module with the imports of DROP_IMPORTS removed and its SOURCE_EDITS applied."""
     module, version = group_module(group)
-    file, imports = DROP_IMPORTS[group]
     out = subprocess.run([go, "mod", "download", "-json", f"{module}@{version}"], cwd=workdir.parent,
                          env=env, capture_output=True, text=True, check=False).stdout
     info = json.loads(out or "{}")
@@ -221,12 +295,19 @@ def write_patched_source(group: str, go: str, workdir: Path, env: dict) -> None:
     shutil.copytree(info["Dir"], src)
     for path in [src, *src.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
+    apply_source_edits(src, SOURCE_EDITS.get(group, []), f"{module}@{version}")
+    if group in DROP_IMPORTS:
+        drop_imports(src, *DROP_IMPORTS[group], f"{module}@{version}")
+
+
+def drop_imports(src: Path, file: str, imports: list[str], what: str) -> None:
+    """Remove the import lines of `imports` from `file` of the module copy in `src`."""
     target = src / file
     lines = target.read_text().splitlines(keepends=True)
     kept = [line for line in lines
             if not any(re.fullmatch(rf'\s*(_\s+)?"{re.escape(i)}"\s*', line.strip("\n")) for i in imports)]
     if len(lines) - len(kept) != len(imports):
-        raise BuildError(f"{module}@{version}/{file}: did not find the imports {imports} to drop")
+        raise BuildError(f"{what}/{file}: did not find the imports {imports} to drop")
     target.write_text("".join(kept))
 
 
@@ -257,18 +338,18 @@ def bundle_packages(comp: Component) -> list[str]:
 
 def prepare_workdir(group: str, go: str, env: dict, logf) -> Path:
     """Copy the wrapper go.mod into the cache and resolve its go.sum once."""
-    version = group_module(group)[1]
+    version = build_version(group)
     workdir = cache_root() / "gomod" / f"{group}-{version}"
     workdir.mkdir(parents=True, exist_ok=True)
     template = gomod_template(group)
     # `go mod tidy` rewrites go.mod, so remember which template it was run on.
     gomod, gosum, stamp = workdir / "go.mod", workdir / "go.sum", workdir / ".tidied-from"
-    patched = group not in DROP_IMPORTS or (workdir / "src" / "go.mod").exists()
-    if stamp.exists() and stamp.read_text() == template and gomod.exists() and patched:
+    source_ready = not patched(group) or (workdir / "src" / "go.mod").exists()
+    if stamp.exists() and stamp.read_text() == template and gomod.exists() and source_ready:
         return workdir
     log(f"{group} {version}: resolving dependencies (go mod tidy)")
     stamp.unlink(missing_ok=True)
-    if group in DROP_IMPORTS:
+    if patched(group):
         write_patched_source(group, go, workdir, env)
     gomod.write_text(template)
     gosum.unlink(missing_ok=True)
@@ -469,7 +550,7 @@ def file_lock(path: Path):
 
 def group_lock(group: str):
     """An exclusive lock per wrapper module and version, held while building from it."""
-    return file_lock(cache_root() / "gomod" / f"{group}-{group_module(group)[1]}.lock")
+    return file_lock(cache_root() / "gomod" / f"{group}-{build_version(group)}.lock")
 
 
 def go_env() -> dict:

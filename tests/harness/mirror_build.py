@@ -21,7 +21,9 @@ Versions come from the roles' defaults (roles/*/defaults/main.yml), with the
 podman lab's inventory variables (inventories/local/group_vars/all.yml) and
 --set NAME=VALUE on top, as Ansible would see them; the control plane images
 are the ones `kubeadm config images list` names for that Kubernetes version.
-Binaries come from tests/harness/gobuild.py (cached by version under bin/).
+Binaries come from tests/harness/gobuild.py (cached by version under bin/; a
+build with the lab's own source edits, such as the example driver's, under the
+version plus a hash of the edits, which is also part of its image's key).
 Images are built with `podman build` FROM scratch + COPY of static binaries,
 reproducibly (the same inputs give the same image ID); kube-proxy and flannel
 also get a Debian rootfs (debootstrap minbase with iptables, nftables and
@@ -254,6 +256,9 @@ def make_plan(args: argparse.Namespace, overrides: dict, builder: "Builder") -> 
     plan.versions = {"kubernetes": k8s, "containerd": containerd, "runc": runc, "cni-plugins": cni,
                      "crictl": crictl, "helm": helm, "flannel": flannel, "dra-example-driver": driver,
                      "dra-example-driver chart": chart_version}
+    if gobuild.build_version("dra-example-driver") != driver:
+        plan.versions["dra-example-driver"] = (f"{driver}, the lab's build {gobuild.build_version('dra-example-driver')}"
+                                               " (gobuild.py SOURCE_EDITS: resource.kubernetes.io/pcieRoot)")
     role_crictl = role_vars.RoleVars().str("containerd", "containerd_crictl_version")
     if crictl != role_crictl:
         plan.notes.append(f"crictl is {crictl}, not the containerd role's default {role_crictl}: an inventory "

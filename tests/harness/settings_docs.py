@@ -1,8 +1,9 @@
-"""Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py.
+"""Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py, and the DRA
+feature table of README.md from dra_features.py.
 
     python tests/harness/settings_docs.py      (or: make settings-docs)
 
-tests/unit/test_settings_registry.py fails while a table differs.
+tests/unit/test_settings_registry.py and tests/unit/plugins/test_dra_features.py fail while a table differs.
 """
 
 from __future__ import annotations
@@ -14,22 +15,30 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs/conventions.md")
 BEGIN = "<!-- dralab-settings: generated from plugins/module_utils/lab_settings.py"
 END = "<!-- dralab-settings: end -->"
+FEATURES_BEGIN = "<!-- dralab-features: generated from plugins/module_utils/dra_features.py"
+FEATURES_END = "<!-- dralab-features: end -->"
+
+
+def replace_between(text: str, begin: str, end: str, table: str) -> str:
+    start = text.index("\n", text.index(begin)) + 1
+    return text[:start] + table + text[text.index(end):]
 
 
 def main() -> None:
     # collections/ links to this checkout; ansible_collections is a namespace package (beside the ansible package's).
     sys.path.insert(0, str(REPO / "collections"))
+    from ansible_collections.dralab.workshop.plugins.module_utils import dra_features
     from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import markdown_table
 
     for name in DOCUMENTS:
         path = REPO / name
         text = path.read_text()
-        start = text.index("\n", text.index(BEGIN)) + 1
-        end = text.index(END)
-        new = text[:start] + markdown_table() + text[end:]
+        new = replace_between(text, BEGIN, END, markdown_table())
+        if FEATURES_BEGIN in new:
+            new = replace_between(new, FEATURES_BEGIN, FEATURES_END, dra_features.markdown_table())
         if new != text:
             path.write_text(new)
-            print(f"rewrote the settings table of {name}")
+            print(f"rewrote the generated tables of {name}")
 
 
 if __name__ == "__main__":

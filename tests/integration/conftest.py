@@ -11,6 +11,15 @@ Environment:
                         `cluster.py up --dir DIR` (left running afterwards)
   DRALAB_FEATURE_GATES  feature gates for the components, e.g. DRAConsumableCapacity
 
+One cluster per set of DRA features: the session's `dra_features` fixture
+(none here) says which entries of dralab_dra_features the cluster runs with;
+their gates, API versions and driver values come from
+plugins/module_utils/dra_features.py, as the roles get them. A folder whose
+tests need other features overrides `dra_features` in its conftest.py and runs
+as a session of its own (tests/integration/features/: `make test-integration`
+runs it after this folder); collecting it together with the rest is refused,
+and `pytest tests/integration` leaves it out.
+
 The tests share that one cluster; the modules may run in any order. Each module
 leaves the lab as it found it (the autouse `leaves_the_lab_as_found` fixture
 fails the module otherwise): the same objects in every namespace, no workloads,
@@ -48,7 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # link to the repository; ansible_collections is a namespace package, beside the one of the ansible package).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "collections"))
 from k8s_helpers import api_from_kubeconfig, lab_changes, lab_state  # noqa: E402  (tests/integration/k8s_helpers.py)
-from playbook import Lab  # noqa: E402  (tests/integration/playbook.py)
+from playbook import Lab, converge_lab  # noqa: E402  (tests/integration/playbook.py)
 
 SETTLE_SECONDS = 180  # for what a module deleted to be gone (namespaces, pods) before the next module starts
 
@@ -82,7 +91,22 @@ class ControlPlane:
 
 
 @pytest.fixture(scope="session")
-def control_plane(request) -> ControlPlane:
+def dra_features() -> list[str]:
+    """The dralab_dra_features of this session's cluster (a folder's conftest.py overrides it)."""
+    return []
+
+
+def feature_cluster_options(features: list[str]) -> dict:
+    """Cluster() options for DRA features: gates, --runtime-config, driver values and the chart's extra releases
+    (a plugin per node each), from the collection's table."""
+    from ansible_collections.dralab.workshop.plugins.module_utils import dra_features as table
+    gates = ",".join(filter(None, [*table.feature_gates(features), os.environ.get("DRALAB_FEATURE_GATES", "")]))
+    return {"feature_gates": gates, "runtime_config": table.api_versions(features),
+            "driver_values": table.helm_values(features), "driver_releases": table.driver_releases(features)}
+
+
+@pytest.fixture(scope="session")
+def control_plane(request, dra_features) -> ControlPlane:
     existing = os.environ.get("DRALAB_CLUSTER_DIR")
     if existing:
         cluster = harness.Cluster(existing)
@@ -92,8 +116,7 @@ def control_plane(request) -> ControlPlane:
         subprocess.run([sys.executable, str(HARNESS / "gobuild.py")], check=True)
         harness.remove_stale(Path(tempfile.gettempdir()), TMP_PREFIX)
         directory = tempfile.mkdtemp(prefix=TMP_PREFIX)  # short: unix socket paths live here
-        cluster = harness.Cluster(directory, feature_gates=os.environ.get("DRALAB_FEATURE_GATES", ""),
-                                  die_with_parent=True)
+        cluster = harness.Cluster(directory, die_with_parent=True, **feature_cluster_options(dra_features))
         request.addfinalizer(cluster.down)  # also if up() fails half-way
         cluster.up()
     api = cluster.api_client()
@@ -109,10 +132,31 @@ def pytest_addoption(parser):
     group.addoption("--shuffle-modules", metavar="SEED", type=int, help="run the integration modules in a random order")
 
 
+def _session_folders(config) -> list[Path]:
+    """Sub-folders of this one that run as sessions of their own (a conftest.py calling playbook.feature_session)."""
+    here = Path(__file__).resolve().parent
+    return [path.parent for path in here.glob("*/conftest.py") if "feature_session(" in path.read_text()]
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Leave out the folders with sessions of their own unless a command-line argument names them."""
+    path = Path(collection_path).resolve()
+    if path not in _session_folders(config):
+        return None
+    named = [Path(str(arg).split("::", maxsplit=1)[0]).resolve() for arg in config.args]
+    return True if not any(arg == path or path in arg.parents for arg in named) else None
+
+
 def pytest_collection_modifyitems(session, config, items):
     """--reverse-modules / --shuffle-modules: reorder this directory's modules (tests keep their order inside)."""
     reverse, seed = config.getoption("--reverse-modules"), config.getoption("--shuffle-modules")
     here = Path(__file__).resolve().parent
+    folders = _session_folders(config)
+    sessions = {next((folder for folder in folders if folder in Path(str(item.fspath)).resolve().parents), here)
+                for item in items}
+    if len(sessions) > 1:
+        raise pytest.UsageError("these tests need clusters with different DRA features: run "
+                                + " and ".join(str(folder) for folder in sorted(sessions)) + " as separate sessions")
     slots = [i for i, item in enumerate(items) if Path(str(item.fspath)).resolve().parent == here]
     modules: dict[str, list] = {}
     for i in slots:
@@ -156,9 +200,7 @@ def lab(control_plane, tmp_path_factory) -> Lab:
 @pytest.fixture(scope="session")
 def workshop(lab) -> Lab:
     """The converged lab: the default DeviceClass menu (driver.yml) and 72 seats (users.yml)."""
-    lab.converge("playbooks/driver.yml")
-    lab.converge("playbooks/users.yml")
-    return lab
+    return converge_lab(lab)
 
 
 @pytest.fixture

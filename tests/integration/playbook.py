@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
 HEALTH_JSON_PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "dra_health_json.yml"
@@ -34,6 +36,12 @@ RECAP_LINE = re.compile(
     r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+"
     r"failed=(?P<failed>\d+)\s+skipped=(?P<skipped>\d+)\s+rescued=(?P<rescued>\d+)\s+ignored=(?P<ignored>\d+)",
     re.MULTILINE)
+
+
+# The playbooks that work on a running cluster: each imports preflight.yml with preflight_check_api: true
+# (tests/integration/test_api_check.py checks the list against the playbooks; tests/lab/test_faults.py stops the
+# lab's API server and runs them).
+API_PLAYBOOKS = ("health.yml", "users.yml", "reset.yml", "board.yml")
 
 
 def parse_recap(output: str) -> dict[str, dict[str, int]]:
@@ -120,6 +128,8 @@ class Lab:
                 "dralab_artifacts_dir": str(self.artifacts),
                 "dralab_seats": seats,
                 "dralab_devices_per_node": DEVICES_PER_NODE,
+                # The harness runs the driver's kubelet plugins as processes, not as pods of a DaemonSet.
+                "lab_health_check_plugins": False,
             },
             # Seats get Linux accounts only on login hosts: none here.
             "children": {"login": {"hosts": {}}},
@@ -193,3 +203,26 @@ def seat_names(count: int = SEATS, prefix: str = "user", width: int = 2) -> list
 
 def problems_of(report: dict, kind: str) -> list[dict]:
     return [p for p in report["problems"] if p["type"] == kind]
+
+
+def converge_lab(lab: Lab, lab_vars: dict | None = None) -> Lab:
+    """The converged lab: driver.yml (the DeviceClass menu) and users.yml (the seats), with lab_vars as extra vars."""
+    lab.converge("playbooks/driver.yml", extra_vars=lab_vars)
+    lab.converge("playbooks/users.yml", extra_vars=lab_vars)
+    return lab
+
+
+def feature_session(features: list[str], lab_vars: dict):
+    """The fixtures a session folder's conftest.py overrides (tests/integration/conftest.py): its DRA features
+    (the cluster's gates, API versions, driver values) and its lab, converged with lab_vars.
+
+        dra_features, workshop = feature_session(FEATURES, LAB_VARS)
+    """
+    @pytest.fixture(scope="session", name="dra_features")
+    def session_features() -> list[str]:
+        return list(features)
+
+    @pytest.fixture(scope="session", name="workshop")
+    def session_workshop(lab):
+        return converge_lab(lab, lab_vars)
+    return session_features, session_workshop

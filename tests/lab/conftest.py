@@ -47,6 +47,11 @@ LOGIN_HOST = LOGIN_HOSTS[0]
 HOMES = "/home/seats"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "faults: injects a fault into the lab (make test-reliability runs them; "
+                                       "the molecule verifier leaves them out)")
+
+
 def credentials() -> dict[str, dict]:
     """The instructor's credential sheet, per seat."""
     with open(ARTIFACTS / "credentials.csv", newline="") as fh:
@@ -60,14 +65,17 @@ class Session:
     Ansible checks it.
     """
 
-    def __init__(self, host: str, user: str, password: str | None = None, pkey=None):
+    def __init__(self, host: str, user: str, password: str | None = None, pkey=None, patience: float = 15):
         import paramiko
 
         self.client = paramiko.SSHClient()
         self.client.load_host_keys(str(nodes.known_hosts()))
         self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        # patience: seconds to wait for the connection, sshd's banner and the authentication each (paramiko's
+        # defaults: 15 s for the banner, 30 s for the authentication; OpenSSH's client waits without limit).
         self.client.connect(host, username=user, password=password, pkey=pkey, look_for_keys=False,
-                            allow_agent=False, timeout=15)
+                            allow_agent=False, timeout=patience, banner_timeout=max(patience, 15),
+                            auth_timeout=max(patience, 30))
 
     def run(self, command: str, stdin: str | None = None, timeout: float = 120) -> tuple[int, str, str]:
         chan_in, chan_out, chan_err = self.client.exec_command(command, timeout=timeout)
@@ -81,11 +89,11 @@ class Session:
         self.client.close()
 
 
-def login(seat: str, password: str | None = None, host: str = LOGIN_HOST) -> Session:
+def login(seat: str, password: str | None = None, host: str = LOGIN_HOST, patience: float = 15) -> Session:
     """Log in as a seat on a login host with its password (from the credential sheet by default)."""
     if password is None:
         password = credentials()[seat]["password"]
-    return Session(nodes.BY_NAME[host].ip, seat, password)
+    return Session(nodes.BY_NAME[host].ip, seat, password, patience=patience)
 
 
 def node_host(name: str):

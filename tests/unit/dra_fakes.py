@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / 'fixtures' / 'dra'
 
@@ -29,6 +29,8 @@ class FakeClient:
         self.calls.append(('list_items', path, None))
         if path in self.fail:
             raise self.fail[path]
+        if path not in self.lists:  # as the API server answers for an API it does not serve
+            raise K8sError('the server could not find the requested resource (GET %s)' % path, status=404)
         items = self.lists[path]['items']
         return list(items if transform is None else map(transform, items))
 

@@ -114,8 +114,12 @@ PASSTHROUGHS = plain_passthroughs()
 
 
 def argument_spec_options(role):
+    """The options of every entry point of a role (a variable is documented where its tasks use it)."""
     specs = yaml.safe_load((REPO / 'roles' / role / 'meta' / 'argument_specs.yml').read_text())['argument_specs']
-    return specs['main']['options']
+    options = {}
+    for entry in specs.values():
+        options.update(entry.get('options') or {})
+    return options
 
 
 @pytest.mark.parametrize('role, variable, name', PASSTHROUGHS, ids=[item[1] for item in PASSTHROUGHS])

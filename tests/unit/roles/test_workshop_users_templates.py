@@ -104,10 +104,13 @@ def workshop_users_role_vars():
 
 def test_sshd_dropin_only_matches_the_seat_group():
     settings = workshop_users_role_vars()
+    settings['workshop_users_sshd_global_settings'] = {'MaxStartups': '100:30:300'}
     text = render_role_template('workshop_users', 'sshd-seats.conf.j2', settings)
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith('#')]
-    assert lines[0] == 'Match Group workshop-seats'
-    # Every setting sits inside the Match block (indented), none applies to other accounts.
+    # Only MaxStartups holds for every login (the rush of a workshop's first minute), before the Match block.
+    assert lines[:2] == ['MaxStartups 100:30:300', 'Match Group workshop-seats']
+    lines = lines[1:]
+    # Every other setting sits inside the Match block (indented), none applies to other accounts.
     assert all(line.startswith('    ') for line in lines[1:])
     stripped = [line.strip() for line in lines[1:]]
     assert stripped == ['%s %s' % item for item in settings['workshop_users_sshd_seat_settings'].items()]

@@ -339,10 +339,76 @@ def test_explain_pending_indexes_once(lab, monkeypatch):
     assert len(calls) == 24 * 5
 
 
-def test_shared_devices_are_reported_as_not_modeled(lab):
-    lab['slices'][0]['spec']['devices'][0]['allowMultipleAllocations'] = True
+def shared_lab(lab, shares=3, memory='10Gi', compute='10'):
+    """Every GPU shareable (gpuAllowMultipleAllocations=true, the chart's requestPolicy), and all others in use
+    but node1/gpu-0, which `shares` claims of seat user04 share."""
+    for rslice in lab['slices']:
+        for device in rslice['spec']['devices']:
+            device['allowMultipleAllocations'] = True
+            for name, entry in device['capacity'].items():
+                entry['requestPolicy'] = {'default': entry['value'],
+                                          'validRange': {'min': '1Gi' if name == 'memory' else '1',
+                                                         'step': '1Gi' if name == 'memory' else '1',
+                                                         'max': entry['value']}}
+    lab['claims'] = fill_lab(lab, keep_free={('node1', 'gpu-0')})
+    for number in range(shares):
+        share = allocate(claim('small-%d' % number, namespace='user04'), [('node1', 'gpu-0')])
+        share['status']['allocation']['devices']['results'][0]['consumedCapacity'] = {'memory': memory,
+                                                                                      'compute': compute}
+        lab['claims'].append(share)
+    return lab
+
+
+def sharing(memory, compute=None):
+    exactly = request()
+    exactly['exactly']['capacity'] = {'requests': dict([('memory', memory)] + ([('compute', compute)] if compute
+                                                                               else []))}
+    return exactly
+
+
+def test_a_share_that_fits_beside_the_others_is_allocatable(lab):
+    shared_lab(lab)
+    answer = explain(lab, claim('fourth', requests=[sharing('40Gi', '10')]))
+    assert (answer['reason'], answer['not_modeled']) == ('allocatable', [])
+    assert 'gpu-0 on node1' in answer['sentence']
+    assert answer['requests'][0]['devices_free'] == 1
+
+
+def test_a_share_that_does_not_fit_is_in_use(lab):
+    shared_lab(lab)
+    # 30Gi of 80Gi are taken: 60Gi do not fit, and a share that names no compute wants all of it.
+    for asked in (sharing('60Gi', '10'), sharing('10Gi'), request()):
+        answer = explain(lab, claim('too-big', requests=[asked]))
+        assert answer['reason'] == 'all_matching_in_use', (asked, answer['sentence'])
+        assert answer['requests'][0]['devices_free'] == 0
+
+
+def test_devices_tainted_by_a_rule_are_not_allocated_unless_tolerated(lab):
+    rule = {'metadata': {'name': 'maintenance-gpu-0'},
+            'spec': {'deviceSelector': {'driver': DRIVER, 'device': 'gpu-0'},
+                     'taint': {'key': 'dralab.workshop/maintenance', 'value': 'gpu-0', 'effect': 'NoSchedule'}}}
+    wants = claim('wants-gpu-0', requests=[request(selectors=[INDEX % '== 0'])])
+    answer = dra_explain.explain_claim(wants, device_taint_rules=[rule], now=NOW, claims=[wants], **dict(
+        (key, lab[key]) for key in ('device_classes', 'slices', 'pods', 'nodes', 'namespaces')))
+    assert answer['reason'] == 'all_matching_tainted'
+    assert answer['sentence'] == (
+        'the 3 GPUs matching the claim (gpu-0 on node1, gpu-0 on node2, gpu-0 on node3) are tainted '
+        'dralab.workshop/maintenance=gpu-0:NoSchedule (DeviceTaintRule maintenance-gpu-0), which the claim does '
+        'not tolerate: ask the instructor when the taint is lifted, or add a toleration to the request.')
+    tolerating = copy.deepcopy(wants)
+    tolerating['spec']['devices']['requests'][0]['exactly']['tolerations'] = [
+        {'key': 'dralab.workshop/maintenance', 'operator': 'Exists', 'effect': 'NoSchedule'}]
+    answer = dra_explain.explain_claim(tolerating, device_taint_rules=[rule], now=NOW, claims=[tolerating], **dict(
+        (key, lab[key]) for key in ('device_classes', 'slices', 'pods', 'nodes', 'namespaces')))
+    assert answer['reason'] == 'allocatable'
+    # Without the rule, the same claim is allocatable.
+    assert explain(lab, wants, claims=[])['reason'] == 'allocatable'
+
+
+def test_partitions_are_reported_as_not_modeled(lab):
+    lab['slices'][0]['spec']['devices'][0]['consumesCounters'] = [{'counterSet': 'gpu-0-counters', 'counters': {}}]
     answer = explain(lab, claim('any'))
-    assert answer['not_modeled'] == ['shared devices (allowMultipleAllocations, consumable capacity)']
+    assert answer['not_modeled'] == ['partitionable devices (consumesCounters)']
     assert explain(lab, claim('any', requests=[request(device_class='nope')]))['reason'] == 'no_such_class'
 
 

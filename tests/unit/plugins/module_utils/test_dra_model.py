@@ -81,10 +81,12 @@ def test_healthy_lab_has_no_problems(healthy):
     assert report['summary'] == {
         'driver': 'gpu.example.com', 'nodes_expected': 3, 'nodes_publishing': 3, 'nodes_complete': 3,
         'devices_expected': 24, 'devices_published': 24, 'devices_allocated': 5, 'devices_free': 19, 'claims_total': 5, 'claims_pending': 0,
-        'claims_allocated': 5, 'claims_reserved': 4, 'errors': 0, 'warnings': 0,
+        'claims_allocated': 5, 'claims_reserved': 4, 'devices_shared': 0, 'devices_tainted': 0, 'errors': 0,
+        'warnings': 0,
     }
     assert report['nodes'] == [
-        {'name': n, 'driver': 'gpu.example.com', 'published': 8, 'expected': 8, 'slices': 1, 'ready': True}
+        {'name': n, 'driver': 'gpu.example.com', 'published': 8, 'expected': 8, 'devices': 8, 'slices': 1,
+         'ready': True}
         for n in ('node1', 'node2', 'node3')]
     assert [(p['pool'], p['node'], p['generation'], p['resource_slice_count'], p['slices_seen'], p['consistent'])
             for p in report['pools']] == [('node1', 'node1', 1, 1, 1, True), ('node2', 'node2', 1, 1, 1, True),
@@ -100,7 +102,8 @@ def test_healthy_claim_rows(healthy):
     assert shared['reserved_for'] == ['shared-1', 'shared-2']
     assert shared['holder_pods_alive'] == ['shared-1', 'shared-2']
     assert shared['devices'] == [{'driver': 'gpu.example.com', 'pool': 'node3', 'device': 'gpu-2', 'request': 'gpu',
-                                  'node': 'node3'}]
+                                  'node': 'node3', 'consumed_capacity': {}, 'share_id': None}]
+    assert shared['device_status'] == []
     assert shared['owner_template'] is False
     assert shared['age_seconds'] == 1800
     assert shared['pending_reason'] is None
@@ -139,7 +142,8 @@ def test_broken_summary_and_counts(broken):
     assert report['summary'] == {
         'driver': 'gpu.example.com', 'nodes_expected': 4, 'nodes_publishing': 3, 'nodes_complete': 2,
         'devices_expected': 32, 'devices_published': 22, 'devices_allocated': 10, 'devices_free': 14, 'claims_total': 16, 'claims_pending': 4,
-        'claims_allocated': 12, 'claims_reserved': 10, 'errors': 10, 'warnings': 6,
+        'claims_allocated': 12, 'claims_reserved': 10, 'devices_shared': 3, 'devices_tainted': 0, 'errors': 10,
+        'warnings': 6,
     }
     counts = {}
     for problem in report['problems']:
@@ -158,7 +162,10 @@ def test_broken_summary_and_counts(broken):
     }
     severities = [p['severity'] for p in report['problems']]
     assert severities == sorted(severities)  # errors first
-    assert set(p['type'] for p in report['problems']) == set(dra_model.PROBLEM_TYPES)
+    # The kubelet plugin checks need plugin_labels (test_driver_plugin_* below); the problems of the DRA features
+    # have their tests in test_dra_model_features.py; every other type occurs here.
+    assert set(p['type'] for p in report['problems']) == set(dra_model.PROBLEM_TYPES) - set(PLUGIN_TYPES) - {
+        'device_capacity_exceeded', 'device_tainted'}
 
 
 def test_node_rows(broken):
@@ -480,7 +487,8 @@ def test_seventy_two_seat_rush(healthy):
     assert report['summary'] == {
         'driver': 'gpu.example.com', 'nodes_expected': 3, 'nodes_publishing': 3, 'nodes_complete': 3,
         'devices_expected': 24, 'devices_published': 24, 'devices_allocated': 24, 'devices_free': 0, 'claims_total': 72, 'claims_pending': 48,
-        'claims_allocated': 24, 'claims_reserved': 24, 'errors': 0, 'warnings': 48,
+        'claims_allocated': 24, 'claims_reserved': 24, 'devices_shared': 0, 'devices_tainted': 0, 'errors': 0,
+        'warnings': 48,
     }
     pending = by_type(report, 'claim_pending')
     assert len(pending) == 48
@@ -585,3 +593,83 @@ def test_parse_time_reads_every_rfc3339_form(text):
     assert parsed.tzinfo is not None
     assert parsed.replace(microsecond=0) == dra_model.parse_time(text[:19] + text[19:].lstrip('.0123456789')).replace(
         microsecond=0)
+
+
+# --------------------------------------------------------------------------- the driver's kubelet plugin pods
+
+PLUGIN_TYPES = ('driver_plugin_missing', 'driver_plugin_not_ready', 'driver_plugin_restarted')
+LABELS = dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS
+
+
+def plugin_of(data, node):
+    """The recorded kubelet plugin pod on node (the fixtures have one per node, labelled as the chart does)."""
+    return next(p for p in data['pods'] if p['spec'].get('nodeName') == node and
+                'kubeletplugin' in p['metadata']['name'])
+
+
+def crash(pod, restarts, ended, waiting=None):
+    pod['status']['containerStatuses'] = [{
+        'name': 'plugin', 'restartCount': restarts,
+        'state': {'waiting': {'reason': waiting}} if waiting else {'running': {'startedAt': ended}},
+        'lastState': {'terminated': {'exitCode': 137, 'reason': 'Error', 'finishedAt': ended}}}]
+    if waiting:
+        next(c for c in pod['status']['conditions'] if c['type'] == 'Ready')['status'] = 'False'
+
+
+def test_driver_plugins_ready_everywhere_is_healthy(healthy):
+    report = analyze(healthy, plugin_labels=LABELS)
+    assert report['healthy'] and not [p for p in report['problems'] if p['type'] in PLUGIN_TYPES]
+
+
+def test_driver_plugin_missing_on_a_node(healthy):
+    healthy['pods'].remove(plugin_of(healthy, 'node2'))
+    [problem] = by_type(analyze(healthy, plugin_labels=LABELS), 'driver_plugin_missing')
+    assert (problem['object'], problem['severity']) == ('Node node2', 'error')
+    assert 'no kubelet plugin pod of driver gpu.example.com runs on node node2' in problem['reason']
+    assert 'playbooks/driver.yml' in problem['reason']
+    # Without plugin_labels nothing is checked (the integration harness runs the plugins as processes).
+    assert not [p for p in analyze(healthy)['problems'] if p['type'] in PLUGIN_TYPES]
+
+
+def test_driver_plugin_crashing_is_an_error_with_what_to_do(healthy):
+    pod = plugin_of(healthy, 'node2')
+    crash(pod, 3, '2026-10-28T09:59:30Z', waiting='CrashLoopBackOff')
+    report = analyze(healthy, plugin_labels=LABELS)
+    [problem] = by_type(report, 'driver_plugin_not_ready')
+    assert not report['healthy'] and problem['object'] == 'Node node2' and problem['restarts'] == 3
+    assert 'not ready (plugin CrashLoopBackOff; 3 restarts)' in problem['reason']
+    assert 'kubectl -n %s logs %s --previous' % (pod['metadata']['namespace'], pod['metadata']['name']) \
+        in problem['reason']
+    assert 'playbooks/heal.yml' in problem['reason']
+
+
+def test_driver_plugin_restarted_recently_warns_then_is_forgotten(healthy):
+    crash(plugin_of(healthy, 'node2'), 1, '2026-10-28T09:58:00Z')
+    report = analyze(healthy, plugin_labels=LABELS)
+    [problem] = by_type(report, 'driver_plugin_restarted')
+    assert report['healthy'] and problem['severity'] == 'warning'
+    assert 'ended 2m ago (exit code 137, Error) and was restarted (1 restart in all)' in problem['reason']
+    later = analyze(healthy, plugin_labels=LABELS, now='2026-10-28T10:10:01Z')
+    assert not by_type(later, 'driver_plugin_restarted')
+
+
+def test_a_node_without_its_slice_names_the_plugin_pod_to_restart(healthy):
+    healthy['slices'] = [s for s in healthy['slices'] if s['spec'].get('nodeName') != 'node2']
+    pod = plugin_of(healthy, 'node2')
+    [problem] = by_type(analyze(healthy, plugin_labels=LABELS), 'node_missing_slice')
+    assert problem['pod'] == '%s/%s' % (pod['metadata']['namespace'], pod['metadata']['name'])
+    [problem] = by_type(analyze(healthy), 'node_missing_slice')
+    assert 'pod' not in problem
+
+
+def test_driver_plugins_are_judged_alike_on_the_pods_dra_collect_slims(healthy):
+    """dra_collect drops most of a Pod as it reads it; the plugin check reads what it keeps."""
+    pod = plugin_of(healthy, 'node2')
+    crash(pod, 3, '2026-10-28T09:59:30Z', waiting='CrashLoopBackOff')
+    crash(plugin_of(healthy, 'node1'), 1, '2026-10-28T09:58:00Z')
+    slimmed = dict(healthy, pods=[dra_collect.slim_pod(p) for p in healthy['pods']])
+    assert not any('image' in c for p in slimmed['pods'] for c in p['spec'].get('containers') or ())
+    full, slim = analyze(healthy, plugin_labels=LABELS), analyze(slimmed, plugin_labels=LABELS)
+    assert [p for p in slim['problems'] if p['type'] in PLUGIN_TYPES] == \
+        [p for p in full['problems'] if p['type'] in PLUGIN_TYPES]
+    assert set(p['type'] for p in slim['problems']) >= {'driver_plugin_not_ready', 'driver_plugin_restarted'}

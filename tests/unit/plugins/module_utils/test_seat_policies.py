@@ -51,3 +51,35 @@ def test_size_policies_check_claims_and_templates_on_create():
         assert rule['resources'] == [resource] and rule['operations'] == ['CREATE']
         assert policy['spec']['variables'][0]['expression'].startswith('has(%s.devices)' % spec)
         assert policy['spec']['validations'][1]['expression'] == 'variables.devices <= 1'
+
+
+def size_policies(companions=()):
+    objects = by_kind_and_name(seat_policies.seat_policies(companion_classes=companions))
+    return [objects[('ValidatingAdmissionPolicy', name)]
+            for name in (seat_policies.CLAIM_SIZE_POLICY, seat_policies.TEMPLATE_SIZE_POLICY)]
+
+
+def variables_of(policy):
+    return dict((v['name'], v['expression']) for v in policy['spec']['variables'])
+
+
+def test_without_companion_classes_every_device_counts_towards_the_one_device():
+    for policy in size_policies():
+        assert variables_of(policy)['companionClasses'] == '[]'
+        assert [v['expression'] for v in policy['spec']['validations']] == ['!variables.asksAll',
+                                                                            'variables.devices <= 1']
+
+
+def test_a_companion_class_allows_one_device_of_it_beside_the_gpu():
+    for policy in size_policies(['nic.example.com']):
+        found = variables_of(policy)
+        assert found['companionClasses'] == "['nic.example.com']"
+        # A request is a companion by its own class; each firstAvailable alternative by its own class too.
+        assert '!variables.companionClasses.exists(c, has(r.exactly.deviceClassName)' in found['perRequest']
+        assert '!variables.companionClasses.exists(c, has(s.deviceClassName)' in found['perRequest']
+        assert found['companionsPerRequest'].startswith('variables.requests.map(r, has(r.exactly) ? ((variables.'
+                                                        'companionClasses.exists(')
+        assert [v['expression'] for v in policy['spec']['validations']] == [
+            '!variables.asksAll', 'variables.devices <= 1',
+            'variables.companions <= %d' % seat_policies.COMPANIONS_PER_CLAIM]
+        assert 'nic.example.com' in policy['metadata']['annotations']['dralab.workshop/description']

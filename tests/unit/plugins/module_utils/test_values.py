@@ -60,3 +60,11 @@ def test_format_quantity():
     assert values.format_quantity(Fraction(80 * 2 ** 30)) == '80Gi'
     assert values.format_quantity(Fraction(1000)) == '1000'
     assert values.format_quantity(Fraction(1, 2)) == '0.5'
+
+
+def test_format_quantity_in_decimal_units_as_nics_publish_bandwidth():
+    assert values.format_quantity(Fraction(2 * 10 ** 9), decimal=True) == '2G'
+    assert values.format_quantity(Fraction(98 * 10 ** 9), decimal=True) == '98G'
+    assert values.format_quantity(Fraction(100), decimal=True) == '100'
+    assert [values.is_decimal_quantity(t) for t in ('100G', '5k', '80Gi', '100', '1e3', None)] == [
+        True, True, False, False, False, False]

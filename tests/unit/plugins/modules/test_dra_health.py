@@ -111,7 +111,8 @@ def test_reads_every_list_and_pages_events():
     code, result = run({'fail_on_unhealthy': False}, client)
     assert code == 0
     paths = [call[1] for call in client.calls if call[0] == 'list_items']
-    assert sorted(paths) == sorted(entry[1] for entry in dra_collect.LIST_PATHS)  # read in parallel: any order
+    # read in parallel: any order
+    assert sorted(paths) == sorted([entry[1] for entry in dra_collect.LIST_PATHS] + [dra_collect.TAINT_RULES_PATH])
     event_calls = [query for kind, path, query in client.calls if path == '/api/v1/events']
     assert len(event_calls) == 2  # two FailedScheduling events, one per page
     assert all(q['fieldSelector'] == 'reason=FailedScheduling' and q['limit'] == 500 for q in event_calls)
@@ -204,3 +205,21 @@ def test_without_detail_only_the_holding_claims_are_returned():
     assert small['claims'] == [c for c in full['claims'] if c['state'] != 'pending']
     assert small['summary'] == full['summary']
     assert set(p['type'] for p in small['problems']) == set(p['type'] for p in full['problems'])
+
+
+def test_taint_rules_are_read_where_served_and_reported():
+    rule = {'apiVersion': 'resource.k8s.io/v1alpha3', 'kind': 'DeviceTaintRule', 'metadata': {'name': 'maint'},
+            'spec': {'deviceSelector': {'driver': 'gpu.example.com', 'pool': 'node1', 'device': 'gpu-0'},
+                     'taint': {'key': 'dralab.workshop/maintenance', 'effect': 'NoSchedule'}}}
+    client = FakeClient('healthy')
+    client.lists[dra_collect.TAINT_RULES_PATH] = {'items': [rule]}
+    code, result = run({}, client)
+    assert code == 0 and result['healthy']
+    assert result['tainted_devices'] == [{'driver': 'gpu.example.com', 'pool': 'node1', 'node': 'node1',
+                                          'device': 'gpu-0', 'taints': [{'key': 'dralab.workshop/maintenance',
+                                                                         'value': None, 'effect': 'NoSchedule',
+                                                                         'rule': 'maint'}]}]
+    assert result['summary']['devices_tainted'] == 1
+    # Without the API (404) there are none, and no warning.
+    code, result = run({}, FakeClient('healthy'))
+    assert result['tainted_devices'] == [] and not result.get('warnings')

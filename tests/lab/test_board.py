@@ -6,10 +6,13 @@ Debian's chromium-driver (Service('/usr/bin/chromedriver'): Selenium Manager dow
 - a seat logs in over SSH with its password, runs `can-has-gpu reserve --for 10m`, and the tile of its
   GPU shows the seat within 2 s of the command's return;
 - the projector's view shows no seat password, no seat token and not the board's token;
-- a wrong token is refused (401, no board drawn).
+- a wrong token is refused (401, no board drawn);
+- health.yml's static snapshot, opened from disk, draws the 24 tiles from its own data;
+- the seat cards show one card per seat (seat, password, ssh line, board URL) and print (A4 PDF).
 
 Screenshots of each view go to $DRALAB_CACHE/lab/artifacts/screenshots/ (instructor.png, projector.png,
-refused.png; printed at the end). Needs the built lab (make lab) and `make lab-tools` (chromium).
+refused.png, snapshot.png, seat-cards.png and seat-cards.pdf; printed at the end). Part of the molecule
+verifier (tests/lab); `make test-lab-board` runs it alone against the lab `make lab` left up.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ def browser():
     SHOTS.mkdir(parents=True, exist_ok=True)
     yield driver
     driver.quit()
-    print(f"\n[board] screenshots: {', '.join(sorted(str(p) for p in SHOTS.glob('*.png')))}", file=sys.stderr)
+    print(f"\n[board] screenshots: {', '.join(sorted(str(p) for p in SHOTS.iterdir()))}", file=sys.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +175,42 @@ def test_a_wrong_token_is_refused(browser):
     body = browser.find_element(By.TAG_NAME, "body").text
     assert "needs its token" in body and not tiles(browser), body
     browser.save_screenshot(str(SHOTS / "refused.png"))
+
+
+def test_the_health_snapshot_draws_the_board_offline(browser):
+    """health.yml's after-action record: a file opened from disk draws every tile from its own data."""
+    from selenium.webdriver.common.by import By
+
+    snapshot = ARTIFACTS / "board-snapshot.html"
+    assert snapshot.stat().st_mode & 0o777 == 0o600
+    browser.get(snapshot.as_uri())
+    wait(browser, "24 tiles in the snapshot", lambda d: len(tiles(d)) == GPUS, 10)
+    assert browser.find_element(By.ID, "status").text == "snapshot"
+    assert "snapshot of" in browser.find_element(By.ID, "generated").text
+    browser.save_screenshot(str(SHOTS / "snapshot.png"))
+
+
+def test_the_seat_cards_print_one_card_per_seat(browser):
+    """The printable credential sheet: per seat its name, password, ssh line and the board's address."""
+    import base64
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.print_page_options import PrintOptions
+
+    cards_file = ARTIFACTS / "seat-cards.html"
+    assert cards_file.stat().st_mode & 0o777 == 0o600
+    with open(ARTIFACTS / "credentials.csv", encoding="utf-8") as sheet:
+        rows = [line.split(",") for line in sheet.read().splitlines()[1:]]
+    browser.get(cards_file.as_uri())
+    cards = {c.get_attribute("data-seat"): c.text for c in browser.find_elements(By.CSS_SELECTOR, ".card")}
+    assert sorted(cards) == sorted(r[0] for r in rows), cards
+    url = board_info()["url"]
+    for seat, hosts, password, *_rest in rows:
+        text = cards[seat]
+        assert password in text and f"ssh {seat}@{hosts.split()[0]}" in text and url in text, text
+    browser.save_screenshot(str(SHOTS / "seat-cards.png"))
+    options = PrintOptions()
+    options.page_height, options.page_width = 29.7, 21.0  # A4, as the page's @page rule asks
+    pdf = base64.b64decode(browser.print_page(options))
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page") - pdf.count(b"/Type /Pages") >= 1
+    (SHOTS / "seat-cards.pdf").write_bytes(pdf)
