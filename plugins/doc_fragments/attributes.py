@@ -29,3 +29,15 @@ attributes:
     details:
       - This action does not modify state.
 """
+
+    # Use together with the standard fragment, for modules that write through module_utils/k8s_apply.
+    APPLY_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The writes are server-side dry runs; the result says what would change.
+  diff_mode:
+    support: none
+"""

@@ -36,13 +36,7 @@ options:
 extends_documentation_fragment:
   - dralab.workshop.k8s_auth
   - dralab.workshop.attributes
-attributes:
-  check_mode:
-    support: full
-    details:
-      - The writes are server-side dry runs; the result says what would change.
-  diff_mode:
-    support: none
+  - dralab.workshop.attributes.apply_module
 notes:
   - The user needs C(list) and C(patch) on the kinds of O(definition).
 seealso:
@@ -90,12 +84,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import 
 
 
 def argspec():
-    spec = auth_argspec()
-    spec.update(
-        definition=dict(type='list', elements='dict', required=True),
-        label_selector=dict(type='str', default=seat_model.MANAGED_SELECTOR),
-    )
-    return spec
+    return dict(auth_argspec(), definition=dict(type='list', elements='dict', required=True),
+                label_selector=dict(type='str', default=seat_model.MANAGED_SELECTOR))
 
 
 def run(module, client):
