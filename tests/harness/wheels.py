@@ -8,7 +8,7 @@ the integration tests install the same wheel to run the real entry points.
 
 Examples:
     python tests/harness/wheels.py build OUT_DIR          # the tool's wheel only
-    python tests/harness/wheels.py mirror OUT_DIR         # + dependencies + pip, for Python 3.11 x86_64
+    python tests/harness/wheels.py mirror OUT_DIR         # + dependencies + pip, for the nodes' Pythons (x86_64)
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGED = ("pyproject.toml", "tools/can_has_gpu", "tools/dralab_board", "plugins/module_utils")
 DIST_NAME = "dralab_can_has_gpu"
-# Wheel tags the nodes accept (Debian 12 and Ubuntu 22.04/24.04: glibc >= 2.35, x86_64).
+# Python of the lab nodes: Debian 12 (3.11) and Debian 13 (3.13). The mirror carries wheels for both.
+NODE_PYTHONS = ("3.11", "3.13")
+# Wheel tags the nodes accept (Debian 12 and 13, Ubuntu 22.04/24.04: glibc >= 2.35, x86_64).
 PLATFORMS = ("manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64", "linux_x86_64")
 
@@ -83,7 +85,8 @@ def main() -> int:
     args = parser.parse_args()
     wheel = build_tool_wheel(args.out_dir)
     if args.what == "mirror":
-        download_dependencies(wheel, args.out_dir)
+        for version in NODE_PYTHONS:
+            download_dependencies(wheel, args.out_dir, python_version=version)
     for path in sorted(args.out_dir.glob("*.whl")):
         print(path)
     return 0
