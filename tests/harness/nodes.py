@@ -602,6 +602,13 @@ def container_state(node: Node) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "absent"
 
 
+def forget_facts(node: Node) -> None:
+    """A new container is a new machine: drop what ansible.cfg's fact cache (./.cache/facts) kept of the old one."""
+    for cached in (HARNESS_DIR.parents[1] / ".cache" / "facts").glob(f"*{node.name}"):
+        if cached.name == node.name or cached.name.endswith("_" + node.name):
+            cached.unlink()
+
+
 def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
     ensure_podman()
     started = time.monotonic()
@@ -615,6 +622,7 @@ def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
             if podman("container", "exists", node.container, check=False).returncode == 0:
                 raise LabError(f"container {node.container} exists but was not created by this script")
             log(f"{node.name}: starting {node.container} at {node.ip}")
+            forget_facts(node)
             run_node(node, refs[node.kind], mirror_dir)
             continue
         if current.get("Image") != refs[node.kind]:
