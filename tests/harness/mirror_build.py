@@ -292,8 +292,8 @@ def make_plan(args: argparse.Namespace, overrides: dict, builder: "Builder") -> 
     plan.items.append(Item("python wheels", ["files/wheels/wheels.json"],
                            {"source": wheels.source_digest(), "pip": pip_version, "python": list(wheels.NODE_PYTHONS),
                             "platforms": list(wheels.PLATFORMS)}, make_wheels, kind="wheels"))
-    plan.versions["python wheels"] = (f"dralab-can-has-gpu + dependencies for Python {', '.join(wheels.NODE_PYTHONS)}, "
-                                     f"pip {pip_version}")
+    pythons = ", ".join(wheels.NODE_PYTHONS)
+    plan.versions["python wheels"] = f"dralab-can-has-gpu + dependencies for Python {pythons}, pip {pip_version}"
     chart = f"dra-example-driver-{chart_version}.tgz"
     plan.items.append(Item("dra-example-driver chart", [f"files/charts/{chart}", f"images/{chart}"],
                            {"version": driver, "chart": chart_version}, make_chart, ["helm"], kind="chart"))
