@@ -454,8 +454,8 @@ def make_wheels(b: "Builder", item: Item) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     wheel = wheels.build_tool_wheel(tmp)
-    for version in item.key["python"]:
-        wheels.download_dependencies(wheel, tmp, python_version=version, extra=(f"pip=={item.key['pip']}",))
+    wheels.download_dependencies(wheel, tmp, python_versions=tuple(item.key["python"]),
+                                 extra=(f"pip=={item.key['pip']}",))
     names = sorted(p.name for p in tmp.glob("*.whl"))
     (tmp / "wheels.json").write_text(json.dumps({"wheels": names}, indent=2) + "\n")
     shutil.rmtree(dest, ignore_errors=True)

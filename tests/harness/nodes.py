@@ -604,9 +604,9 @@ def container_state(node: Node) -> str:
 
 def forget_facts(node: Node) -> None:
     """A new container is a new machine: drop what ansible.cfg's fact cache (./.cache/facts) kept of the old one."""
-    for cached in (HARNESS_DIR.parents[1] / ".cache" / "facts").glob(f"*{node.name}"):
-        if cached.name == node.name or cached.name.endswith("_" + node.name):
-            cached.unlink()
+    facts = HARNESS_DIR.parents[1] / ".cache" / "facts"
+    for cached in [facts / node.name, *facts.glob(f"*_{node.name}")]:
+        cached.unlink(missing_ok=True)
 
 
 def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:

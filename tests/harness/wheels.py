@@ -68,14 +68,15 @@ def build_tool_wheel(out_dir: Path, python: str = sys.executable) -> Path:
     return wheels[0]
 
 
-def download_dependencies(wheel: Path, out_dir: Path, python_version: str = "3.11",
+def download_dependencies(wheel: Path, out_dir: Path, python_versions: tuple[str, ...] = NODE_PYTHONS,
                           python: str = sys.executable, extra: tuple[str, ...] = ("pip",)) -> None:
-    """Binary wheels of the wheel's dependencies (and `extra`) for the nodes' Python, into out_dir."""
-    cmd = [python, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--dest", str(out_dir),
-           "--python-version", python_version, "--implementation", "cp"]
-    for platform in PLATFORMS:
-        cmd += ["--platform", platform]
-    subprocess.run(cmd + [str(wheel), *extra], check=True)
+    """Binary wheels of the wheel's dependencies (and `extra`) for each of the nodes' Pythons, into out_dir."""
+    for version in python_versions:
+        cmd = [python, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--dest", str(out_dir),
+               "--python-version", version, "--implementation", "cp"]
+        for platform in PLATFORMS:
+            cmd += ["--platform", platform]
+        subprocess.run(cmd + [str(wheel), *extra], check=True)
 
 
 def main() -> int:
@@ -85,8 +86,7 @@ def main() -> int:
     args = parser.parse_args()
     wheel = build_tool_wheel(args.out_dir)
     if args.what == "mirror":
-        for version in NODE_PYTHONS:
-            download_dependencies(wheel, args.out_dir, python_version=version)
+        download_dependencies(wheel, args.out_dir)
     for path in sorted(args.out_dir.glob("*.whl")):
         print(path)
     return 0
