@@ -24,7 +24,7 @@ REGISTRY_DIR := $(DRALAB_CACHE)/debs/docker-registry-$(REGISTRY_VERSION)
 REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
-.PHONY: bench lab-tools mirror test-mirror lab lab-down test-lab test-lab-board test-reliability harness cluster-up cluster-down test-integration
+.PHONY: bench lab-tools mirror test-mirror lab lab-down test-lab test-lab-debian13 test-lab-board test-reliability harness cluster-up cluster-down test-integration
 .PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test build clean
 
 help: ## List the targets.
@@ -140,6 +140,10 @@ lab-down: ## Remove the lab's nodes, volumes and network (found by their label).
 # testinfra verify, destroy. It shares the lab's nodes: it replaces a running lab.
 test-lab: mirror test-tools ## The molecule scenario (the whole lab, then removed).
 	$(LAB_ENV) $(BIN)/molecule test --scenario-name default
+
+# molecule/debian13: the same lab on Debian 13 nodes (create, mirror, site.yml, idempotence, verify, destroy).
+test-lab-debian13: mirror test-tools ## The molecule scenario on Debian 13 (trixie) nodes (replaces a running lab).
+	$(LAB_ENV) $(BIN)/molecule test --scenario-name debian13
 
 test-lab-board: setup lab-tools ## The GPU board in headless chromium, against the lab that make lab left up.
 	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_board.py

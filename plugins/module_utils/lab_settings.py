@@ -28,10 +28,11 @@ PREFIX = 'dralab_'
 
 # Operating system releases a lab node may run: (ansible_facts distribution,
 # distribution_major_version for Debian / distribution_version for Ubuntu).
-# Only what a test boots: the podman lab (make lab, molecule) runs Debian 12.
-# The preflight refuses every other release, and the roles' meta/main.yml
-# platforms list these (tests/unit/test_metadata.py).
-OS_RELEASES = (('Debian', '12'),)
+# Only what a test boots: the podman lab runs Debian 12 (make lab,
+# molecule/default) and Debian 13 (molecule/debian13). The preflight refuses
+# every other release, and the roles' meta/main.yml platforms list these
+# (tests/unit/test_metadata.py).
+OS_RELEASES = (('Debian', '12'), ('Debian', '13'))
 
 # The default DeviceClass menu (role device_classes).
 DEFAULT_DEVICE_CLASSES = [

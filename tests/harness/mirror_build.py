@@ -79,8 +79,6 @@ PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BASE_PACKAGES = "iptables,nftables,conntrack"
 # The workshop's exercises run busybox:1.37 (shared/seeds); the binary is Debian's busybox-static.
 BUSYBOX_TAG = "1.37"
-# Python of the lab nodes (Debian 12): the wheels in files/wheels/ are for it.
-NODE_PYTHON = "3.11"
 
 PODMAN_CONF = """\
 # Written by tests/harness/mirror_build.py: what podman needs on the build hosts
@@ -292,9 +290,10 @@ def make_plan(args: argparse.Namespace, overrides: dict, builder: "Builder") -> 
     # Python wheels for the participant tool and the lease reaper (participant_tool role).
     pip_version = v("participant_tool", "participant_tool_pip_version")
     plan.items.append(Item("python wheels", ["files/wheels/wheels.json"],
-                           {"source": wheels.source_digest(), "pip": pip_version, "python": NODE_PYTHON,
+                           {"source": wheels.source_digest(), "pip": pip_version, "python": list(wheels.NODE_PYTHONS),
                             "platforms": list(wheels.PLATFORMS)}, make_wheels, kind="wheels"))
-    plan.versions["python wheels"] = f"dralab-can-has-gpu + dependencies for Python {NODE_PYTHON}, pip {pip_version}"
+    pythons = ", ".join(wheels.NODE_PYTHONS)
+    plan.versions["python wheels"] = f"dralab-can-has-gpu + dependencies for Python {pythons}, pip {pip_version}"
     chart = f"dra-example-driver-{chart_version}.tgz"
     plan.items.append(Item("dra-example-driver chart", [f"files/charts/{chart}", f"images/{chart}"],
                            {"version": driver, "chart": chart_version}, make_chart, ["helm"], kind="chart"))
@@ -455,7 +454,8 @@ def make_wheels(b: "Builder", item: Item) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     wheel = wheels.build_tool_wheel(tmp)
-    wheels.download_dependencies(wheel, tmp, python_version=item.key["python"], extra=(f"pip=={item.key['pip']}",))
+    wheels.download_dependencies(wheel, tmp, python_versions=tuple(item.key["python"]),
+                                 extra=(f"pip=={item.key['pip']}",))
     names = sorted(p.name for p in tmp.glob("*.whl"))
     (tmp / "wheels.json").write_text(json.dumps({"wheels": names}, indent=2) + "\n")
     shutil.rmtree(dest, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""Podman "VMs" for the lab tier: Debian 12 systemd nodes on a fixed network.
+"""Podman "VMs" for the lab tier: Debian 12 (or 13) systemd nodes on a fixed network.
 
 The lab tier (make lab, molecule/default) runs playbooks/site.yml over SSH
 against containers that behave like the workshop's VMs. This script builds
@@ -39,6 +39,11 @@ present. The rootfs is cached as $DRALAB_CACHE/images/<name>-<key>.tar.zst and
 imported as localhost/<name>:<key>, the key being a hash of the suite, the
 package list and this recipe; a warm `up` builds nothing.
 
+DRALAB_NODE_SUITE=trixie makes every node Debian 13 (images
+dralab-node-trixie and dralab-mirror-trixie; molecule/debian13). Debian 13's
+systemd 257 boots in these containers on the hosts' cgroup v1, like Debian
+12's.
+
 Podman settings come from a private containers.conf
 ($DRALAB_CACHE/lab/containers.conf, through CONTAINERS_CONF) rather than
 /etc: this machine's process may not raise RLIMIT_NOFILE (no
@@ -60,6 +65,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -85,7 +91,9 @@ SUBNET = "10.89.42.0/24"
 GATEWAY = "10.89.42.1"
 PREFIX = "dralab-"  # container and volume names: dralab-cp1, dralab-cp1-containerd
 
-SUITE = "bookworm"
+# Debian suite -> (VERSION_ID of its /etc/os-release, image name suffix).
+SUITES = {"bookworm": ("12", ""), "trixie": ("13", "-trixie")}
+DEFAULT_SUITE = "bookworm"
 DEBIAN_MIRROR = os.environ.get("DRALAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 # Bumped whenever the recipe of an image changes (part of its key).
 RECIPES = {"node": "3", "mirror": "4"}
@@ -263,19 +271,31 @@ WantedBy=multi-user.target
 """
 
 
+def node_suite() -> str:
+    """The Debian suite of every node ($DRALAB_NODE_SUITE, default bookworm)."""
+    suite = os.environ.get("DRALAB_NODE_SUITE", "").strip() or DEFAULT_SUITE
+    if suite not in SUITES:
+        raise LabError(f"DRALAB_NODE_SUITE={suite!r} is not a suite the lab builds; choose from {sorted(SUITES)}")
+    return suite
+
+
+def image_name(kind: str) -> str:
+    return IMAGES[kind][0] + SUITES[node_suite()][1]
+
+
 def image_key(kind: str) -> str:
     packages = IMAGES[kind][1]
-    blob = json.dumps({"suite": SUITE, "variant": "minbase", "packages": sorted(packages),
+    blob = json.dumps({"suite": node_suite(), "variant": "minbase", "packages": sorted(packages),
                        "recipe": RECIPES[kind]}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def image_ref(kind: str) -> str:
-    return f"localhost/{IMAGES[kind][0]}:{image_key(kind)}"
+    return f"localhost/{image_name(kind)}:{image_key(kind)}"
 
 
 def image_archive(kind: str) -> Path:
-    return cache_root() / "images" / f"{IMAGES[kind][0]}-{image_key(kind)}.tar.zst"
+    return cache_root() / "images" / f"{image_name(kind)}-{image_key(kind)}.tar.zst"
 
 
 def image_exists(ref: str) -> bool:
@@ -326,7 +346,7 @@ def customize(rootfs: Path, kind: str) -> None:
 def build_image(kind: str, force: bool = False) -> str:
     ref = image_ref(kind)
     archive = image_archive(kind)
-    with gobuild.file_lock(cache_root() / "images" / f".{IMAGES[kind][0]}.lock"):
+    with gobuild.file_lock(cache_root() / "images" / f".{image_name(kind)}.lock"):
         if force:
             archive.unlink(missing_ok=True)
             if image_exists(ref):
@@ -338,7 +358,7 @@ def build_image(kind: str, force: bool = False) -> str:
                 raise LabError("debootstrap needs root")
             if not shutil.which("debootstrap"):
                 raise LabError("debootstrap is not installed (apt-get install debootstrap)")
-            work = cache_root() / "images" / f".build-{IMAGES[kind][0]}-{image_key(kind)}"
+            work = cache_root() / "images" / f".build-{image_name(kind)}-{image_key(kind)}"
             shutil.rmtree(work, ignore_errors=True)
             rootfs = work / "rootfs"
             rootfs.mkdir(parents=True)
@@ -346,9 +366,10 @@ def build_image(kind: str, force: bool = False) -> str:
             debs.mkdir(parents=True, exist_ok=True)
             packages = IMAGES[kind][1]
             started = time.monotonic()
-            log(f"{ref}: debootstrap {SUITE} ({len(packages)} packages)")
+            suite = node_suite()
+            log(f"{ref}: debootstrap {suite} ({len(packages)} packages)")
             cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(packages)}",
-                   f"--cache-dir={debs}", SUITE, str(rootfs), DEBIAN_MIRROR]
+                   f"--cache-dir={debs}", suite, str(rootfs), DEBIAN_MIRROR]
             with open(work / "debootstrap.log", "w") as logf:
                 proc = subprocess.run(cmd, stdout=logf, stderr=subprocess.STDOUT, check=False)
             if proc.returncode != 0:
@@ -375,9 +396,11 @@ def build_image(kind: str, force: bool = False) -> str:
 
 def prune_images(kind: str) -> None:
     """Drop the other (older) builds of this image: archives, and tags no container uses."""
-    name = IMAGES[kind][0]
+    name = image_name(kind)
+    # dralab-node-<key>, not dralab-node-trixie-<key>: another suite's image is no older build.
+    build = re.compile(re.escape(name) + r"-[0-9a-f]{12}\.tar\.zst")
     for old in (cache_root() / "images").glob(f"{name}-*.tar.zst"):
-        if old != image_archive(kind):
+        if build.fullmatch(old.name) and old != image_archive(kind):
             old.unlink()
     for image in podman_json("images", "--filter", f"reference=localhost/{name}", "--format", "json"):
         for tag in image.get("Names") or []:
@@ -579,6 +602,13 @@ def container_state(node: Node) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "absent"
 
 
+def forget_facts(node: Node) -> None:
+    """A new container is a new machine: drop what ansible.cfg's fact cache (./.cache/facts) kept of the old one."""
+    facts = HARNESS_DIR.parents[1] / ".cache" / "facts"
+    for cached in [facts / node.name, *facts.glob(f"*_{node.name}")]:
+        cached.unlink(missing_ok=True)
+
+
 def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
     ensure_podman()
     started = time.monotonic()
@@ -592,6 +622,7 @@ def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
             if podman("container", "exists", node.container, check=False).returncode == 0:
                 raise LabError(f"container {node.container} exists but was not created by this script")
             log(f"{node.name}: starting {node.container} at {node.ip}")
+            forget_facts(node)
             run_node(node, refs[node.kind], mirror_dir)
             continue
         if current.get("Image") != refs[node.kind]:

@@ -8,7 +8,7 @@ the integration tests install the same wheel to run the real entry points.
 
 Examples:
     python tests/harness/wheels.py build OUT_DIR          # the tool's wheel only
-    python tests/harness/wheels.py mirror OUT_DIR         # + dependencies + pip, for Python 3.11 x86_64
+    python tests/harness/wheels.py mirror OUT_DIR         # + dependencies + pip, for the nodes' Pythons (x86_64)
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGED = ("pyproject.toml", "tools/can_has_gpu", "tools/dralab_board", "plugins/module_utils")
 DIST_NAME = "dralab_can_has_gpu"
-# Wheel tags the nodes accept (Debian 12 and Ubuntu 22.04/24.04: glibc >= 2.35, x86_64).
+# Python of the lab nodes: Debian 12 (3.11) and Debian 13 (3.13). The mirror carries wheels for both.
+NODE_PYTHONS = ("3.11", "3.13")
+# Wheel tags the nodes accept (Debian 12 and 13, Ubuntu 22.04/24.04: glibc >= 2.35, x86_64).
 PLATFORMS = ("manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64", "linux_x86_64")
 
@@ -66,14 +68,15 @@ def build_tool_wheel(out_dir: Path, python: str = sys.executable) -> Path:
     return wheels[0]
 
 
-def download_dependencies(wheel: Path, out_dir: Path, python_version: str = "3.11",
+def download_dependencies(wheel: Path, out_dir: Path, python_versions: tuple[str, ...] = NODE_PYTHONS,
                           python: str = sys.executable, extra: tuple[str, ...] = ("pip",)) -> None:
-    """Binary wheels of the wheel's dependencies (and `extra`) for the nodes' Python, into out_dir."""
-    cmd = [python, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--dest", str(out_dir),
-           "--python-version", python_version, "--implementation", "cp"]
-    for platform in PLATFORMS:
-        cmd += ["--platform", platform]
-    subprocess.run(cmd + [str(wheel), *extra], check=True)
+    """Binary wheels of the wheel's dependencies (and `extra`) for each of the nodes' Pythons, into out_dir."""
+    for version in python_versions:
+        cmd = [python, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "--dest", str(out_dir),
+               "--python-version", version, "--implementation", "cp"]
+        for platform in PLATFORMS:
+            cmd += ["--platform", platform]
+        subprocess.run(cmd + [str(wheel), *extra], check=True)
 
 
 def main() -> int:

@@ -102,6 +102,12 @@ def node_host(name: str):
     return testinfra.get_host(f"podman://{nodes.BY_NAME[name].container}")
 
 
+def unit_installed(host, unit: str) -> bool:
+    """Whether the node knows the unit at all (testinfra's is_enabled fails on systemd 257, which answers a
+    missing unit with exit code 4, "not-found")."""
+    return host.run(f"systemctl list-unit-files --no-legend {unit}.service").stdout.strip() != ""
+
+
 @pytest.fixture(scope="session")
 def api():
     """A kubernetes ApiClient with the admin kubeconfig (fails when the lab is not built)."""

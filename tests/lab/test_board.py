@@ -28,7 +28,7 @@ import urllib.request
 import pytest
 import yaml
 
-from conftest import ARTIFACTS, login, node_host
+from conftest import ARTIFACTS, login, node_host, unit_installed
 
 SEAT = "user02"
 GPUS = 24
@@ -122,7 +122,7 @@ def test_the_board_runs_as_a_service_on_cp1():
         assert cp1.file(path).mode == 0o600, path
     assert cp1.file("/etc/dralab/dralab-board.kubeconfig").user == "dralab-board"
     assert cp1.process.filter(user="dralab-board"), "the board does not run as its own user"
-    assert not node_host("worker1").service("dralab-board").is_enabled
+    assert not unit_installed(node_host("worker1"), "dralab-board")
 
 
 def test_the_instructors_view_shows_every_gpu_and_the_seats_reservation(browser, seat):

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import node_host, nodes
+from conftest import node_host, nodes, unit_installed
 from test_seats import Session, credentials
 
 SEAT, OTHER = "user01", "user02"
@@ -38,7 +38,7 @@ def test_the_tool_and_the_reaper_are_installed():
     cp1 = node_host("cp1")
     for host in ("cp1", "login1"):
         assert node_host(host).file("/usr/local/bin/can-has-gpu").is_symlink
-    assert not node_host("login1").service("dralab-lease-reaper").is_enabled
+    assert not unit_installed(node_host("login1"), "dralab-lease-reaper")
     reaper = cp1.service("dralab-lease-reaper")
     assert reaper.is_enabled and reaper.is_running
     kubeconfig = cp1.file("/etc/dralab/lease-reaper.kubeconfig")

@@ -55,6 +55,11 @@ def problems_on(node: str, types=PLUGIN_TYPES) -> list[dict]:
     return [p for p in report()["problems"] if p.get("node") == node and p["type"] in types]
 
 
+def problem_key(problem: dict) -> tuple:
+    """What makes a problem new: a plugin that restarts again is a new problem, the same one aging is not."""
+    return problem["type"], problem.get("pod"), problem.get("restarts"), problem.get("object")
+
+
 def healed() -> bool:
     now = report()
     on_node = [p for p in now["problems"] if p["type"] in PLUGIN_TYPES - {"driver_plugin_restarted"}]
@@ -65,12 +70,14 @@ def watch_fault(name: str, inject, how_healed: str, detect_types=PLUGIN_TYPES, t
                 heal=None, self_heal_wait: float = 60, detect_window: float = 30):
     """Inject, then time the first dra_health problem on NODE (looked for during detect_window seconds) and
     the return to a healthy lab. With heal (a callable, e.g. running heal.yml), the lab gets self_heal_wait
-    seconds to heal by itself first."""
+    seconds to heal by itself first. A problem already reported before the injection (the warning an earlier
+    fault left, which stays for 10 minutes) is not this fault's."""
+    before = {problem_key(p) for p in problems_on(NODE, detect_types)}
     start = time.monotonic()
     inject()
     seen = None
     while time.monotonic() - start < detect_window:
-        found = problems_on(NODE, detect_types)
+        found = [p for p in problems_on(NODE, detect_types) if problem_key(p) not in before]
         if found:
             seen = found[0]
             break

@@ -85,7 +85,7 @@ def test_every_role_lists_every_release():
 def test_the_preflight_accepts_exactly_the_tested_releases():
     for distribution, version in OS_RELEASES:
         assert os_release_problem(distribution, version + '.1', version) is None
-    for distribution, version, major in (('Debian', '13.1', '13'), ('Ubuntu', '24.04', '24'), ('Debian', '11.9', '11')):
+    for distribution, version, major in (('Debian', '14.1', '14'), ('Ubuntu', '24.04', '24'), ('Debian', '11.9', '11')):
         refused = '%s %s is not a supported release' % (distribution, version)
         assert os_release_problem(distribution, version, major).startswith(refused)
 

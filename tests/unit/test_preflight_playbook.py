@@ -274,13 +274,13 @@ def test_bad_input_stops_before_any_host_task(tmp_path, case):
     assert 'Check the operating system of every node' not in result.stdout
 
 
-@pytest.mark.parametrize('distribution, version', [('Debian', '11.9'), ('Debian', '13.1'), ('Ubuntu', '24.04'),
+@pytest.mark.parametrize('distribution, version', [('Debian', '11.9'), ('Debian', '14.1'), ('Ubuntu', '24.04'),
                                                    ('CentOS', '9')])
 def test_unsupported_os_release_stops_before_any_change(tmp_path, distribution, version):
     result = run_with_facts(tmp_path, good_inventory(), distribution, version)
     assert result.returncode != 0, result.stdout
     message = ("ansible_facts['distribution_version'] of cp1: %s %s is not a supported release "
-               "(supported: Debian 12, the releases the lab is tested on)" % (distribution, version))
+               "(supported: Debian 12, Debian 13, the releases the lab is tested on)" % (distribution, version))
     assert message in flat(result), result.stdout + result.stderr
     # Facts only: no node was contacted (the seeded facts made gathering unnecessary).
     assert all(counts['unreachable'] == 0 for counts in recap(result.stdout).values()), result.stdout
