@@ -148,7 +148,8 @@ def test_first_run_issues_second_run_reuses(tmp_path):
     assert first['changed'] is True
     assert first['issued'] == seats and first['written'] == seats
     assert len(api.requests) == 3
-    body = api.requests[0][2]
+    # The seats' tokens are requested in parallel: in any order.
+    body = next(body for _, path, body in api.requests if '/namespaces/user01/' in path)
     assert body['spec']['expirationSeconds'] == 28800
     assert body['spec']['boundObjectRef'] == {'apiVersion': 'v1', 'kind': 'Secret', 'name': 'dralab-seat-token',
                                               'uid': 'secret-user01-1'}
