@@ -149,7 +149,7 @@ def test_first_run_issues_second_run_reuses(tmp_path):
     assert first['issued'] == seats and first['written'] == seats
     assert len(api.requests) == 3
     # The seats' tokens are requested in parallel: in any order.
-    body = next(body for _, path, body in api.requests if '/namespaces/user01/' in path)
+    body = next(request[2] for request in api.requests if '/namespaces/user01/' in request[1])
     assert body['spec']['expirationSeconds'] == 28800
     assert body['spec']['boundObjectRef'] == {'apiVersion': 'v1', 'kind': 'Secret', 'name': 'dralab-seat-token',
                                               'uid': 'secret-user01-1'}
