@@ -28,7 +28,7 @@ requirements:
 options:
   dest:
     description:
-      - Path of the HTML file to write.
+      - Path of the HTML file to write; a missing folder is made (0700).
     type: path
     required: true
   driver:
@@ -99,12 +99,9 @@ generated:
   sample: "2026-12-01T10:00:00Z"
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_model, board_page, dra_cel, dra_collect
+from ansible_collections.dralab.workshop.plugins.module_utils import board_file, dra_cel, dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import DEFAULT_DRIVER
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
@@ -123,28 +120,6 @@ def argspec():
     return spec
 
 
-def read_page(path):
-    try:
-        with open(path, encoding='utf-8') as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def write_page(path, text):
-    """Write text to path (0600) through a file in the same folder, then rename it into place."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix='.board-', dir=folder)
-    try:
-        with os.fdopen(handle, 'w', encoding='utf-8') as out:
-            out.write(text)
-        os.chmod(temporary, 0o600)
-        os.rename(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 def run(module, client, now=None):
     params = module.params
     if not dra_cel.HAS_CEL:
@@ -160,26 +135,11 @@ def run(module, client, now=None):
         module.fail_json(msg=str(exc))
     for warning in data.pop('warnings'):
         module.warn(warning)
-    board = board_model.build(driver=params['driver'], expected_devices_per_node=params['expected_devices_per_node'],
-                              lease_max=params['lease_max'], stale_claim_age=params['stale_claim_age'],
-                              title=params['title'], now=now, **data)
-    dest = params['dest']
-    old = board_page.embedded(read_page(dest) or '')
-    same = old is not None and board_model.same_state(old, board)
-    changed = not same
-    if same:
-        board = old
-        mode_wrong = (os.stat(dest).st_mode & 0o777) != 0o600
-        if mode_wrong:
-            changed = True
-            if not module.check_mode:
-                os.chmod(dest, 0o600)
-    elif not module.check_mode:
-        try:
-            write_page(dest, board_page.render(board))
-        except (IOError, OSError) as exc:
-            module.fail_json(msg='Cannot write the board snapshot %s: %s' % (dest, exc))
-    module.exit_json(changed=changed, dest=dest, summary=board['summary'], generated=board['generated'])
+    result = board_file.snapshot(module, data, params['dest'], now=now, driver=params['driver'],
+                                 expected_devices_per_node=params['expected_devices_per_node'],
+                                 lease_max=params['lease_max'], stale_claim_age=params['stale_claim_age'],
+                                 title=params['title'])
+    module.exit_json(**result)
 
 
 def main():

@@ -102,10 +102,33 @@ options:
     default:
       app.kubernetes.io/name: dra-example-driver
       app.kubernetes.io/component: kubeletplugin
+  snapshot_dest:
+    description:
+      - Also write the lab's GPU board to this file, as M(dralab.workshop.board_snapshot) does (0600, rewritten only
+        when the board differs; a missing folder is made, 0700), from the objects this module has read, so one read
+        of the cluster serves both.
+      - The snapshot is written before the lab is judged, so an unhealthy lab has one too.
+    type: path
+  snapshot_lease_max:
+    description:
+      - The lab's longest lease, for the lease left on the snapshot's tiles (see M(dralab.workshop.board_snapshot)).
+    type: raw
+    default: 8h
+  snapshot_title:
+    description:
+      - Title of the snapshot's page.
+    type: str
+    default: DRA lab
 extends_documentation_fragment:
   - dralab.workshop.k8s_auth
   - dralab.workshop.attributes
-  - dralab.workshop.attributes.info_module
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Only reads from the API. With O(snapshot_dest), reports whether the snapshot would change and writes nothing.
+  diff_mode:
+    support: none
 notes:
   - Ages are measured from the claim's creation time; the API records no allocation time.
   - The user needs C(list) permission on deviceclasses, resourceslices and resourceclaims
@@ -140,6 +163,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+snapshot:
+  description: The board snapshot written with O(snapshot_dest) (its file, counts and time); C(changed) says whether
+    it was rewritten.
+  returned: when O(snapshot_dest) is set
+  type: dict
+  sample: {dest: /home/instructor/.dralab/board-snapshot.html, generated: "2026-12-01T10:00:00Z",
+           summary: {devices: 24, devices_free: 21, pending: 0, errors: 0, warnings: 0, seats: 72}}
 healthy:
   description: Whether no problem of severity C(error) was found.
   returned: always
@@ -470,7 +500,7 @@ report_lines:
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_collect, dra_explain, dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils import board_file, dra_cel, dra_collect, dra_explain, dra_model
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
@@ -490,6 +520,9 @@ def argspec():
         detail=dict(type='bool', default=True),
         check_plugins=dict(type='bool', default=False),
         plugin_labels=dict(type='dict', default=dict(dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS)),
+        snapshot_dest=dict(type='path'),
+        snapshot_lease_max=dict(type='raw', default='8h'),
+        snapshot_title=dict(type='str', default='DRA lab'),
     )
     return spec
 
@@ -519,12 +552,27 @@ def run(module, client, now=None):
         module.fail_json(msg='Invalid stale_claim_age: %s.' % exc)
     if params['expected_devices_per_node'] < 0:
         module.fail_json(msg='expected_devices_per_node must be 0 or more, got %d.' % params['expected_devices_per_node'])
+    if params['snapshot_dest']:
+        try:
+            parse_duration(params['snapshot_lease_max'])
+        except ValueError as exc:
+            module.fail_json(msg='Invalid snapshot_lease_max: %s.' % exc)
     try:
-        data = dra_collect.collect(client, include_events=params['include_events'])
+        # The board reads the FailedScheduling events whatever include_events says.
+        data = dra_collect.collect(client, include_events=params['include_events'] or bool(params['snapshot_dest']))
     except K8sError as exc:
         module.fail_json(msg=str(exc))
     for warning in data.pop('warnings'):
         module.warn(warning)
+    result = dict(changed=False)
+    if params['snapshot_dest']:
+        written = board_file.snapshot(
+            module, data, params['snapshot_dest'], now=now, driver=params['driver'],
+            expected_devices_per_node=params['expected_devices_per_node'], lease_max=params['snapshot_lease_max'],
+            stale_claim_age=params['stale_claim_age'], title=params['snapshot_title'])
+        result = dict(changed=written.pop('changed'), snapshot=written)
+    if not params['include_events']:
+        data['events'] = []
     explanations = dra_explain.explain_pending(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], now=now, device_taint_rules=data['device_taint_rules'])
@@ -541,9 +589,9 @@ def run(module, client, now=None):
         report = dra_model.summarize(report)
     if not report['healthy']:
         if params['fail_on_unhealthy']:
-            module.fail_json(msg=unhealthy_message(report), changed=False, **report)
+            module.fail_json(msg=unhealthy_message(report), **dict(result, **report))
         module.warn(unhealthy_message(report, reasons=False))
-    module.exit_json(changed=False, **report)
+    module.exit_json(**dict(result, **report))
 
 
 def main():

@@ -223,3 +223,55 @@ def test_taint_rules_are_read_where_served_and_reported():
     # Without the API (404) there are none, and no warning.
     code, result = run({}, FakeClient('healthy'))
     assert result['tainted_devices'] == [] and not result.get('warnings')
+
+
+def run_at(args, client, now):
+    return run_module('dra_health', args, client, now=now)
+
+
+def test_snapshot_is_written_from_the_same_read_and_only_again_when_the_board_changes(tmp_path):
+    from ansible_collections.dralab.workshop.plugins.module_utils import board_page
+    dest = tmp_path / 'board-snapshot.html'
+    client = FakeClient('healthy')
+    code, result = run({'snapshot_dest': str(dest)}, client)
+    assert code == 0 and result['changed'] is True and result['healthy'] is True
+    assert oct(dest.stat().st_mode & 0o777) == '0o600'
+    board = board_page.embedded(dest.read_text())
+    assert board['generated'] == NOW and result['snapshot'] == {
+        'dest': str(dest), 'summary': board['summary'], 'generated': NOW}
+    assert board['summary']['devices'] == 24
+    # One read of each kind for the report and the board together.
+    paths = [call[1] for call in client.calls]
+    assert '/api/v1/pods' in paths and '/api/v1/events' in paths and len(paths) == len(set(paths)), paths
+    before = dest.read_bytes()
+    code, result = run_at({'snapshot_dest': str(dest)}, FakeClient('healthy'), '2026-10-28T10:05:00Z')
+    assert code == 0 and result['changed'] is False and result['snapshot']['generated'] == NOW
+    assert dest.read_bytes() == before
+
+
+def test_snapshot_of_an_unhealthy_lab_is_written_before_the_module_fails(tmp_path):
+    from ansible_collections.dralab.workshop.plugins.module_utils import board_page
+    dest = tmp_path / 'board-snapshot.html'
+    code, result = run({'snapshot_dest': str(dest), 'include_events': False}, FakeClient('broken'))
+    assert code == 1 and result['failed'] is True and result['changed'] is True
+    assert board_page.embedded(dest.read_text())['summary']['devices'] == 22
+
+
+def test_snapshot_in_check_mode_writes_nothing(tmp_path):
+    dest = tmp_path / 'board-snapshot.html'
+    code, result = run({'snapshot_dest': str(dest), '_ansible_check_mode': True}, FakeClient('healthy'))
+    assert code == 0 and result['changed'] is True and not dest.exists()
+
+
+def test_snapshot_lease_max_is_checked_before_any_read(tmp_path):
+    client = FakeClient('healthy')
+    code, result = run({'snapshot_dest': str(tmp_path / 'b.html'), 'snapshot_lease_max': 'soon'}, client)
+    assert code == 1 and 'snapshot_lease_max' in result['msg'] and not client.calls
+    code, result = run({'snapshot_dest': str(tmp_path / 'b.html')}, client)
+    assert code == 0 and client.calls, 'the fake client records the reads'
+
+
+def test_snapshot_folder_is_made_when_missing(tmp_path):
+    dest = tmp_path / 'artifacts' / 'board-snapshot.html'
+    code, result = run({'snapshot_dest': str(dest)}, FakeClient('healthy'))
+    assert code == 0 and dest.is_file() and oct(dest.parent.stat().st_mode & 0o777) == '0o700'
