@@ -493,6 +493,21 @@ _BOOL_FUNCTIONS = frozenset((
 
 _ENV = None
 _PROGRAMS = {}
+# The selector of most DeviceClasses (the example driver's chart among them): the device's driver compared with
+# one string literal, either way round. It is answered without cel-python, whose parser alone takes 0.6 s to build
+# and which evaluates it in 0.5 ms per device; the device's value is still made (a bad attribute fails as it does
+# in Kubernetes).
+_DRIVER_LITERAL = r"""(?:"([^"\\\n]*)"|'([^'\\\n]*)')"""
+_DRIVER_EQUALS = re.compile(r'\A\s*(?:device\.driver\s*==\s*%s|%s\s*==\s*device\.driver)\s*\Z'
+                            % (_DRIVER_LITERAL, _DRIVER_LITERAL))
+
+
+def driver_equality(expression):
+    """The driver name of a selector that is exactly `device.driver == "name"` (or reversed), else None."""
+    found = _DRIVER_EQUALS.match(expression) if isinstance(expression, str) else None
+    if found is None:
+        return None
+    return next(group for group in found.groups() if group is not None)
 
 
 def _env():
@@ -674,6 +689,8 @@ def _compile(expression, consumable_capacity=False):
 
 def compile_problem(expression, consumable_capacity=False):
     """None when the expression compiles in the DRA CEL environment, else one sentence naming the problem."""
+    if driver_equality(expression) is not None:
+        return None
     return _compile(expression, consumable_capacity)[1]
 
 
@@ -739,7 +756,12 @@ def device_variable(device, driver):
 
 
 def evaluate(expression, variable, consumable_capacity=False):
-    """Evaluate a compiled selector against a prepared `device` value (see device_variable); True/False or CelError."""
+    """Evaluate a compiled selector against a prepared `device` value (see device_variable); True/False or CelError.
+
+    A driver_equality() selector is answered from the value's driver, without cel-python."""
+    literal = driver_equality(expression)
+    if literal is not None:
+        return str(variable[celtypes.StringType('driver')]) == literal
     program, problem = _compile(expression, consumable_capacity)
     if problem:
         raise CelError(problem)

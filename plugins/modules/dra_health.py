@@ -498,6 +498,8 @@ report_lines:
 """
 
 
+import datetime
+
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils import board_file, dra_cel, dra_collect, dra_explain, dra_model
@@ -564,18 +566,20 @@ def run(module, client, now=None):
         module.fail_json(msg=str(exc))
     for warning in data.pop('warnings'):
         module.warn(warning)
+    # One time for the whole judgement: the board and the report then share the explanations.
+    now = dra_model.parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
+    explanations = dra_explain.explain_pending(
+        device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
+        nodes=data['nodes'], namespaces=data['namespaces'], now=now, device_taint_rules=data['device_taint_rules'])
     result = dict(changed=False)
     if params['snapshot_dest']:
         written = board_file.snapshot(
             module, data, params['snapshot_dest'], now=now, driver=params['driver'],
             expected_devices_per_node=params['expected_devices_per_node'], lease_max=params['snapshot_lease_max'],
-            stale_claim_age=params['stale_claim_age'], title=params['snapshot_title'])
+            stale_claim_age=params['stale_claim_age'], title=params['snapshot_title'], explanations=explanations)
         result = dict(changed=written.pop('changed'), snapshot=written)
     if not params['include_events']:
         data['events'] = []
-    explanations = dra_explain.explain_pending(
-        device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
-        nodes=data['nodes'], namespaces=data['namespaces'], now=now, device_taint_rules=data['device_taint_rules'])
     report = dra_model.analyze(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],

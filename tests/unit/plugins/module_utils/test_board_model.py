@@ -9,6 +9,8 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
+
 from ansible_collections.dralab.workshop.plugins.module_utils import board_model, dra_explain, dra_model
 from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # pylint: disable=unused-import  # noqa: F401
 
@@ -126,6 +128,18 @@ def test_waiting_claims_carry_the_explainers_sentence(broken):
     assert huge['reason'] == 'no_such_class' and 'gpu-huge.example.com' in huge['sentence']
     assert huge['since'] == '2026-10-28T09:58:00Z'
 
+
+
+def test_explanations_given_by_the_caller_are_used_as_they_are(broken, monkeypatch):
+    """dra_health explains the pending claims once and hands the answers to the board of its snapshot."""
+    answers = dra_explain.explain_pending(
+        device_classes=broken['device_classes'], slices=broken['slices'], claims=broken['claims'],
+        pods=broken['pods'], nodes=broken['nodes'], namespaces=broken['namespaces'], now=NOW)
+    own = build(broken)
+    monkeypatch.setattr(dra_explain, 'explain_pending', lambda **kwargs: pytest.fail('explained again'))
+    assert build(broken, explanations=answers) == own
+    reworded = [dict(answer, sentence='as the caller said') for answer in answers]
+    assert {row['sentence'] for row in build(broken, explanations=reworded)['pending']} == {'as the caller said'}
 
 def test_the_problems_are_dra_healths(broken):
     board = build(broken)

@@ -153,3 +153,33 @@ def test_bad_version_attribute_is_a_runtime_error(gpu):
     broken = dict(gpu, attributes={'driverVersion': {'version': 'one'}})
     with pytest.raises(dra_cel.CelError, match='parse semantic version'):
         dra_cel.device_matches("device.driver == 'gpu.example.com'", broken, DRIVER)
+
+
+@pytest.mark.parametrize('expression, driver', [
+    ("device.driver == 'gpu.example.com'", 'gpu.example.com'),
+    ('  device.driver=="gpu.example.com" ', 'gpu.example.com'),
+    ("'nic.example.com' == device.driver", 'nic.example.com'),
+    ('device.driver == ""', ''),
+])
+def test_driver_equality_reads_the_plain_driver_selector(expression, driver):
+    assert dra_cel.driver_equality(expression) == driver
+
+
+@pytest.mark.parametrize('expression', [
+    "device.driver == 'gpu.example.com' && true", 'device.driver == "a\\"b"', "device.driver != 'gpu.example.com'",
+    "device.attributes['gpu.example.com'].model == 'LATEST-GPU-MODEL'", "device.driver == 'a' == device.driver",
+    None,
+])
+def test_driver_equality_leaves_every_other_selector_to_cel(expression):
+    assert dra_cel.driver_equality(expression) is None
+
+
+@pytest.mark.parametrize('expression', ["device.driver == 'gpu.example.com'", "'other.example.com' == device.driver"])
+def test_driver_equality_answers_as_cel_does_without_building_cel(gpu, expression, monkeypatch):
+    variable = dra_cel.device_variable(gpu, DRIVER)
+    through_cel = dra_cel._compile(expression)[0].evaluate(dict(dra_cel._NAMESPACES, device=variable))
+    monkeypatch.setattr(dra_cel, '_ENV', None)
+    monkeypatch.setattr(dra_cel, '_PROGRAMS', {})
+    monkeypatch.setattr(dra_cel.celpy, 'Environment', lambda *a, **k: pytest.fail('cel-python was built'))
+    assert dra_cel.evaluate(expression, variable) is bool(through_cel)
+    assert dra_cel.compile_problem(expression) is None
