@@ -61,6 +61,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import configparser
 import csv
 import hashlib
 import json
@@ -602,9 +603,19 @@ def container_state(node: Node) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "absent"
 
 
+def fact_cache_dir() -> Path:
+    """The jsonfile fact cache of ansible.cfg (fact_caching_connection, relative to the repository), or the
+    ANSIBLE_CACHE_PLUGIN_CONNECTION that overrides it."""
+    repo = HARNESS_DIR.parents[1]
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(repo / "ansible.cfg")
+    where = os.environ.get("ANSIBLE_CACHE_PLUGIN_CONNECTION") or config.get("defaults", "fact_caching_connection")
+    return (repo / os.path.expanduser(where)).resolve()
+
+
 def forget_facts(node: Node) -> None:
-    """A new container is a new machine: drop what ansible.cfg's fact cache (./.cache/facts) kept of the old one."""
-    facts = HARNESS_DIR.parents[1] / ".cache" / "facts"
+    """A new container is a new machine: drop what ansible.cfg's fact cache kept of the old one."""
+    facts = fact_cache_dir()
     for cached in [facts / node.name, *facts.glob(f"*_{node.name}")]:
         cached.unlink(missing_ok=True)
 
