@@ -7,7 +7,8 @@ apply_objects() lists each kind once (cluster-wide, by label), compares every
 wanted object with the live one, and sends a server-side apply (field manager
 dralab.workshop, forced) only for objects that are missing or differ, in
 parallel within a phase: admission policies first, then the other
-cluster-scoped objects (Namespaces), then the namespaced ones. An object
+cluster-scoped objects (Namespaces), then ServiceAccounts (before the token
+Secrets that name them), then the other namespaced ones. An object
 counts as changed only when the API server's resourceVersion moved, so a
 comparison that cannot see the server's normal form (quantities) costs one
 request, never a false "changed". In check mode the writes are dry runs.
@@ -129,11 +130,20 @@ def up_to_date(live, wanted, manager=FIELD_MANAGER):
     return True
 
 
+# kube-controller-manager's token controller deletes a kubernetes.io/service-account-token Secret whose
+# ServiceAccount it cannot find (pkg/controller/serviceaccount/tokens_controller.go, syncSecret): a Secret
+# written beside its ServiceAccount, in parallel, was sometimes deleted at once and never got its token.
+PHASES = 4
+
+
 def _phase(obj):
+    """0 admission policies, 1 the other cluster-scoped objects, 2 ServiceAccounts, 3 the other namespaced ones."""
     api_version, kind = kind_of(obj)
     if api_version.startswith('admissionregistration.'):
         return 0
-    return 2 if KINDS[(api_version, kind)][1] else 1
+    if not KINDS[(api_version, kind)][1]:
+        return 1
+    return 2 if (api_version, kind) == ('v1', 'ServiceAccount') else 3
 
 
 class Applier:
@@ -194,7 +204,7 @@ class Applier:
             before = (current.get('metadata') or {}).get('resourceVersion')
             after = (answer.get('metadata') or {}).get('resourceVersion')
             return ('updated' if before != after else 'unchanged'), obj
-        for phase in (0, 1, 2):
+        for phase in range(PHASES):
             for outcome, obj in self._map(send, [item for item in stale if _phase(item[0]) == phase]):
                 if outcome == 'unchanged':
                     result['unchanged'] += 1

@@ -147,13 +147,35 @@ def test_check_mode_writes_nothing_and_reports_what_would_change():
     assert 'ResourceQuota user01/dralab-seat-quota' in result['updated']
 
 
-def test_policies_then_cluster_objects_then_namespaced_ones():
+def phase_of_path(path):
+    if '/admissionregistration' in path:
+        return 0
+    if not ('/namespaces/' in path and path.count('/') > 5):
+        return 1
+    return 2 if '/serviceaccounts/' in path else 3
+
+
+def test_policies_then_cluster_objects_then_service_accounts_then_namespaced_ones():
     store = Store()
     apply(store, seat_objects())
     paths = [path for _m, path in writes(store)]
-    phases = [0 if '/admissionregistration' in path else (2 if '/namespaces/' in path and path.count('/') > 5 else 1)
-              for path in paths]
-    assert phases == sorted(phases)
+    phases = [phase_of_path(path) for path in paths]
+    assert phases == sorted(phases) and set(phases) == {0, 1, 2, 3}
+
+
+def test_a_token_secret_is_written_only_after_its_service_account():
+    """The token controller deletes a service-account-token Secret whose ServiceAccount does not exist yet."""
+    labels = {'app.kubernetes.io/managed-by': 'dralab.workshop'}
+    secret = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/service-account-token',
+              'metadata': {'name': 'reaper-token', 'namespace': 'dralab-system', 'labels': labels,
+                           'annotations': {'kubernetes.io/service-account.name': 'reaper'}}}
+    account = {'apiVersion': 'v1', 'kind': 'ServiceAccount',
+               'metadata': {'name': 'reaper', 'namespace': 'dralab-system', 'labels': labels}}
+    for objects in ([secret, account], [account, secret]):
+        store = Store()
+        apply(store, copy.deepcopy(objects))
+        kinds = [path.split('/')[-2] for _m, path in writes(store)]
+        assert kinds == ['serviceaccounts', 'secrets']
 
 
 def test_an_unknown_kind_is_refused():
