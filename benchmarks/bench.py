@@ -332,7 +332,7 @@ def bench_health(table: Table, lab: BenchLab, api, claims: int, devices: int) ->
     log(f"{len(namespaces)} load namespaces left to the control plane's removal")
 
 
-def bench_site(table: Table) -> None:
+def bench_site(table: Table, work: Path) -> None:
     try:
         socket.create_connection(LAB_API, timeout=2).close()
         up = True
@@ -344,10 +344,14 @@ def bench_site(table: Table) -> None:
     if os.environ.get("BENCH_SITE") != "1":
         table.add("site.yml rerun", "skipped, lab up but BENCH_SITE=1 not set (it belongs to whoever made it)")
         return
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
     for args, what in (((), "site.yml rerun"), (("--check",), "site.yml rerun --check")):
+        tasks = work / f"site{'-check' if args else ''}-tasks.jsonl"
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+                   ANSIBLE_CALLBACK_PLUGINS=str(BENCH_DIR / "callback_plugins"),
+                   ANSIBLE_CALLBACKS_ENABLED="bench_tasks", DRALAB_BENCH_TASKS=str(tasks))
         run = Run([ANSIBLE_BIN / "ansible-playbook", "-i", "inventories/local/hosts.yml", "playbooks/site.yml", *args],
-                  env)
+                  env, work / f"site{'-check' if args else ''}.log")
+        log(f"site.yml {' '.join(args)}: rc {run.rc}, {run.seconds:.1f}s (per task: {tasks})")
         changed = parse_recap(run.output)
         total = sum(host["changed"] for host in changed.values())
         table.add(what, f"{run.seconds:.1f} s (rc {run.rc}), changed={total}", "", "",
@@ -392,7 +396,7 @@ def main(argv=None) -> int:
             if "health" in only:
                 bench_health(table, lab, api, args.claims, devices)
         if "site" in only:
-            bench_site(table)
+            bench_site(table, work)
     finally:
         cluster.down()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,

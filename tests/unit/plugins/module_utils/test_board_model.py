@@ -129,7 +129,6 @@ def test_waiting_claims_carry_the_explainers_sentence(broken):
     assert huge['since'] == '2026-10-28T09:58:00Z'
 
 
-
 def test_explanations_given_by_the_caller_are_used_as_they_are(broken, monkeypatch):
     """dra_health explains the pending claims once and hands the answers to the board of its snapshot."""
     answers = dra_explain.explain_pending(
@@ -140,6 +139,7 @@ def test_explanations_given_by_the_caller_are_used_as_they_are(broken, monkeypat
     assert build(broken, explanations=answers) == own
     reworded = [dict(answer, sentence='as the caller said') for answer in answers]
     assert {row['sentence'] for row in build(broken, explanations=reworded)['pending']} == {'as the caller said'}
+
 
 def test_the_problems_are_dra_healths(broken):
     board = build(broken)

@@ -275,4 +275,3 @@ def test_snapshot_folder_is_made_when_missing(tmp_path):
     dest = tmp_path / 'artifacts' / 'board-snapshot.html'
     code, result = run({'snapshot_dest': str(dest)}, FakeClient('healthy'))
     assert code == 0 and dest.is_file() and oct(dest.parent.stat().st_mode & 0o777) == '0o700'
-
