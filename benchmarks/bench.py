@@ -345,12 +345,13 @@ def bench_site(table: Table, work: Path) -> None:
         table.add("site.yml rerun", "skipped, lab up but BENCH_SITE=1 not set (it belongs to whoever made it)")
         return
     for args, what in (((), "site.yml rerun"), (("--check",), "site.yml rerun --check")):
-        tasks = work / f"site{'-check' if args else ''}-tasks.jsonl"
+        name = "site-check" if args else "site"
+        tasks = work / f"{name}-tasks.jsonl"
         env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
                    ANSIBLE_CALLBACK_PLUGINS=str(BENCH_DIR / "callback_plugins"),
                    ANSIBLE_CALLBACKS_ENABLED="bench_tasks", DRALAB_BENCH_TASKS=str(tasks))
         run = Run([ANSIBLE_BIN / "ansible-playbook", "-i", "inventories/local/hosts.yml", "playbooks/site.yml", *args],
-                  env, work / f"site{'-check' if args else ''}.log")
+                  env, work / f"{name}.log")
         log(f"site.yml {' '.join(args)}: rc {run.rc}, {run.seconds:.1f}s (per task: {tasks})")
         changed = parse_recap(run.output)
         total = sum(host["changed"] for host in changed.values())

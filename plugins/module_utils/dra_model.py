@@ -200,7 +200,6 @@ class PodIndex:
         self.by_key = {}
         self.by_claim = defaultdict(list)
         self._position = {}
-        self._consumers = {}  # id(claim) -> its consumers: the analysis and the explainer ask for each claim's
         for position, pod in enumerate(pods or []):
             meta = _meta(pod)
             key = (meta.get('namespace'), meta.get('name'))
@@ -218,12 +217,6 @@ class PodIndex:
     def consumers(self, claim):
         """Pods of the claim's namespace that use it: by name in spec.resourceClaims, by generated name in
         status.resourceClaimStatuses, as its owner, or in its reservedFor; each once, in the order given."""
-        known = self._consumers.get(id(claim))
-        if known is None or known[0] is not claim:
-            known = self._consumers[id(claim)] = (claim, self._find_consumers(claim))
-        return list(known[1])
-
-    def _find_consumers(self, claim):
         meta = _meta(claim)
         namespace = meta.get('namespace')
         found = dict((id(pod), pod) for pod in self.by_claim.get((namespace, meta.get('name')), ()))
