@@ -154,6 +154,8 @@ class Applier:
         self.manager = manager
         self.workers = workers
         self.requests = 0
+        # The objects apply() compared against, by kind (what the cluster held before its writes).
+        self.last_live = {}
 
     def _map(self, fn, items):
         items = list(items)
@@ -190,6 +192,7 @@ class Applier:
         live = dict(known or {})
         if kinds:
             live.update(self.live(kinds, label_selector))
+        self.last_live = live
         todo = [(obj, live.get(kind_of(obj), {}).get(_key(obj))) for obj in objects]
         stale = [(obj, current) for obj, current in todo if not up_to_date(current, obj, self.manager)]
         result = {'created': [], 'updated': [], 'unchanged': len(objects) - len(stale)}

@@ -349,12 +349,14 @@ def kubeconfig_cluster(path, context_name=None):
 
 
 def cluster_endpoint(params):
-    """(server, ca_data, insecure) of the API server the auth options point to (for kubeconfigs written for others)."""
+    """(server, ca_data, insecure) of the API server the auth options point to (for kubeconfigs written for others).
+
+    An api_server option (the address the others reach the API server at) overrides the URL."""
     if params.get('host') and params.get('api_key'):
         ca_data = read_ca_file(params['ca_cert']) if params.get('ca_cert') else None
-        return params['host'], ca_data, not params.get('validate_certs', True)
+        return params.get('api_server') or params['host'], ca_data, not params.get('validate_certs', True)
     server, ca_data, insecure = kubeconfig_cluster(kubeconfig_path(params), params.get('context'))
-    return params.get('host') or server, ca_data, insecure
+    return params.get('api_server') or params.get('host') or server, ca_data, insecure
 
 
 def api_identity(client):

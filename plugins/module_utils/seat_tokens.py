@@ -107,11 +107,13 @@ def _quote(value):
     return json.dumps(value)
 
 
-def render_kubeconfig(seat, namespace, server, token, ca_data=None, insecure=False, cluster_name=DEFAULT_CLUSTER_NAME):
-    """The kubeconfig of a seat as YAML text (stable, so unchanged inputs give identical files)."""
-    context = '%s@%s' % (seat, cluster_name)
+def render_kubeconfig(user, namespace, server, token, ca_data=None, insecure=False, cluster_name=DEFAULT_CLUSTER_NAME,
+                      title=None):
+    """The kubeconfig of a seat, or of a node program's identity (title names it; no namespace), as YAML text
+    (stable, so unchanged inputs give identical files)."""
+    context = '%s@%s' % (user, cluster_name)
     lines = [
-        '# Kubeconfig of workshop seat %s, written by dralab.workshop.' % seat,
+        '# Kubeconfig of %s, written by dralab.workshop.' % (title or 'workshop seat %s' % user),
         'apiVersion: v1',
         'kind: Config',
         'clusters:',
@@ -128,11 +130,14 @@ def render_kubeconfig(seat, namespace, server, token, ca_data=None, insecure=Fal
         '  - name: %s' % _quote(context),
         '    context:',
         '      cluster: %s' % _quote(cluster_name),
-        '      namespace: %s' % _quote(namespace),
-        '      user: %s' % _quote(seat),
+    ]
+    if namespace:
+        lines.append('      namespace: %s' % _quote(namespace))
+    lines += [
+        '      user: %s' % _quote(user),
         'current-context: %s' % _quote(context),
         'users:',
-        '  - name: %s' % _quote(seat),
+        '  - name: %s' % _quote(user),
         '    user:',
         '      token: %s' % _quote(token),
         'preferences: {}',

@@ -188,16 +188,10 @@ def argspec():
     return spec
 
 
-def cluster_endpoint(params):
-    """(server, ca_data, insecure) for the seat kubeconfigs: the admin's API server unless api_server is given."""
-    server, ca_data, insecure = k8s_client.cluster_endpoint(params)
-    return params.get('api_server') or server, ca_data, insecure
-
-
 def run(module, client, now=None):
     params = module.params
     try:
-        server, ca_data, insecure = cluster_endpoint(params)
+        server, ca_data, insecure = k8s_client.cluster_endpoint(params)
         result = seat_tokens.manage_tokens(
             client, params['seats'], params['kubeconfig_dir'], server, ca_data=ca_data, insecure=insecure,
             expiration_seconds=params['expiration_seconds'], renew_before=params['renew_before'],

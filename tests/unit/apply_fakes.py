@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""An in-memory API server for the k8s_apply tests and those of its users: lists by label, server-side apply."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+
+from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages
+
+
+class Store:
+    """Keeps objects by path; answers lists (label selector key=value), server-side apply and merge patches."""
+
+    def __init__(self):
+        self.objects = {}
+        self.version = 0
+        self.calls = []
+        self.lock = threading.Lock()
+
+    def list_items(self, path, query=None, transform=None):
+        return list_pages(self, path, query, transform)
+
+    def request(self, method, path, body=None, query=None, content_type=None):
+        with self.lock:
+            self.calls.append((method, path))
+            if method == 'GET':
+                key, value = ((query or {}).get('labelSelector') or '=').split('=', 1)
+                # A list's items have no apiVersion and kind (the list has them), as the API serves them.
+                items = [dict((k, v) for k, v in copy.deepcopy(obj).items() if k not in ('apiVersion', 'kind'))
+                         for _where, obj in sorted(self.objects.items())
+                         if k8s_apply.list_path(obj['apiVersion'], obj['kind']) == path
+                         and (not key or obj['metadata'].get('labels', {}).get(key) == value)]
+                return {'metadata': {}, 'items': items}
+            assert method == 'PATCH' and content_type == k8s_apply.APPLY_CONTENT_TYPE
+            assert query['fieldManager'] == 'dralab.workshop' and query['force'] == 'true'
+            wanted = json.loads(body)
+            old = self.objects.get(path)
+            new = copy.deepcopy(wanted)
+            new['metadata']['managedFields'] = [{'manager': 'dralab.workshop', 'operation': 'Apply',
+                                                 'fieldsV1': fields_of(wanted)}]
+            if old is not None and strip(old) == strip(new):
+                return copy.deepcopy(old)
+            if query.get('dryRun'):
+                new['metadata']['resourceVersion'] = (old or {}).get('metadata', {}).get('resourceVersion', '0')
+                return new
+            self.version += 1
+            new['metadata']['resourceVersion'] = str(self.version)
+            self.objects[path] = new
+            return copy.deepcopy(new)
+
+
+def strip(obj):
+    obj = copy.deepcopy(obj)
+    obj['metadata'].pop('resourceVersion', None)
+    return obj
+
+
+def fields_of(obj):
+    """A fieldsV1 of the maps under OWNED_MAPS (enough for up_to_date)."""
+    fields = {}
+    for path in k8s_apply.OWNED_MAPS:
+        data = obj
+        for step in path:
+            data = (data or {}).get(step)
+        if isinstance(data, dict):
+            node = fields
+            for step in path:
+                node = node.setdefault('f:' + step, {})
+            node.update(('f:' + key, {}) for key in data)
+    return fields
