@@ -13,6 +13,7 @@ its watch() streams the changes of a list endpoint for the board.
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,12 @@ try:
     HAS_YAML = True
 except ImportError:  # pragma: no cover - PyYAML comes with ansible-core and the kubernetes client
     HAS_YAML = False
+
+try:
+    # Decodes the API's JSON about three times faster than json (a list of 10,000 pods is 24 MB); optional.
+    from orjson import loads as json_loads
+except ImportError:  # pragma: no cover - depends on the host
+    json_loads = json.loads
 
 try:
     from kubernetes import client as k8s_client
@@ -61,6 +68,9 @@ def run_with_client(argument_spec, run):
     """The main() of a module of this collection: parse the options, connect, call run(module, client)."""
     from ansible.module_utils.basic import AnsibleModule  # only modules need Ansible
 
+    # A module is a short-lived process that builds large trees of API objects without cycles (10,000 pods and
+    # claims): the cyclic collector would walk them all again at every threshold, a third of dra_health's time.
+    gc.disable()
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
         client = KubeClient.from_params(module.params)
@@ -136,7 +146,7 @@ class KubeClient:
         except Exception as exc:  # connection refused, TLS, DNS
             raise K8sError('Cannot reach the Kubernetes API at %s (%s %s): %s. Check the kubeconfig/host '
                            'and that the API server is running.' % (self.api_client.configuration.host, method, path, exc))
-        return json.loads(data) if data else None
+        return json_loads(data) if data else None
 
     def _call(self, method, path, body, query, content_type=None):
         """Raw response bytes; raises ApiException on a non-2xx status."""
@@ -222,7 +232,7 @@ class KubeClient:
 def _watch_event(line, path):
     """One line of a watch stream as an event dict; an ERROR event (a Status) becomes K8sError."""
     try:
-        event = json.loads(line)
+        event = json_loads(line)
     except ValueError:
         raise K8sError('The watch of %s sent something that is not JSON: %r' % (path, line[:200]))
     if event.get('type') == 'ERROR':

@@ -21,6 +21,7 @@ This module imports only values.py (docs/architecture.md).
 from __future__ import annotations
 
 import difflib
+import os
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import show
 
@@ -33,6 +34,9 @@ PREFIX = 'dralab_'
 # every other release, and the roles' meta/main.yml platforms list these
 # (tests/unit/test_metadata.py).
 OS_RELEASES = (('Debian', '12'), ('Debian', '13'))
+
+# The admin kubeconfig on the controller when dralab_kubeconfig is not set, relative to the home folder.
+ADMIN_KUBECONFIG = '.dralab/admin.conf'
 
 # The default DeviceClass menu (role device_classes).
 DEFAULT_DEVICE_CLASSES = [
@@ -158,8 +162,8 @@ SETTINGS = (
             fallback="groups['login'] | default([])", doc_default="groups['login']",
             spec_default='the hosts of the inventory group C(login)'),
     Setting('dralab_kubeconfig', 'str', None, 'admin kubeconfig on the controller',
-            fallback="lookup('env', 'HOME') ~ '/.dralab/admin.conf'", doc_default='~/.dralab/admin.conf',
-            spec_default='C(~/.dralab/admin.conf)'),
+            fallback="lookup('env', 'HOME') ~ '/%s'" % ADMIN_KUBECONFIG, doc_default='~/' + ADMIN_KUBECONFIG,
+            spec_default='C(~/%s)' % ADMIN_KUBECONFIG),
     Setting('dralab_artifacts_dir', 'str', None, 'controller folder for credentials and kubeconfigs (0600 files)',
             fallback="lookup('env', 'HOME') ~ '/.dralab'", doc_default='~/.dralab',
             spec_default='C(~/.dralab)'),
@@ -172,6 +176,11 @@ NAMES = tuple(setting.name for setting in SETTINGS)
 
 # Defaults of the settings that have a literal default (derived ones are None).
 DEFAULTS = dict((setting.name, setting.default) for setting in SETTINGS)
+
+
+def admin_kubeconfig():
+    """The default dralab_kubeconfig of this user (the path the roles' defaults give)."""
+    return os.path.join(os.path.expanduser('~'), ADMIN_KUBECONFIG)
 
 
 def markdown_table():

@@ -111,10 +111,20 @@ options:
   login_hosts:
     description: C(dralab_login_hosts), a list of inventory hosts; not set means C(groups['login']).
     type: raw
+  check_api:
+    description:
+      - Once the settings are valid, also ask the API server for its version and who the lab's admin kubeconfig
+        (C(dralab_kubeconfig) as resolved from O(host_settings), else C(~/.dralab/admin.conf)) is, as
+        M(dralab.workshop.k8s_api_check) does, and fail with its sentence when the API does not answer or refuses
+        the kubeconfig.
+      - The playbooks that work on a running cluster set it, so their preflight checks settings and API in one run.
+    type: bool
+    default: false
 requirements:
   - cel-python (Python library C(celpy)) on the controller
+  - the Python C(kubernetes) client on the controller, for O(check_api)
 notes:
-  - The module runs on the controller and contacts no host.
+  - The module runs on the controller and contacts no host; with O(check_api) it contacts the API server only.
 """
 
 EXAMPLES = r"""
@@ -161,12 +171,32 @@ settings:
   returned: success
   type: dict
   sample: {dralab_seats: 3}
+api:
+  description: With O(check_api), the API server that answered and who the admin kubeconfig is there.
+  returned: success with O(check_api)
+  type: dict
+  contains:
+    host:
+      description: URL of the API server.
+      type: str
+    version:
+      description: The API server's version (C(gitVersion)).
+      type: str
+    user:
+      description: The user name the API server sees for the kubeconfig.
+      type: str
+    groups:
+      description: The groups the API server sees for the kubeconfig.
+      type: list
+      elements: str
+  sample: {host: "https://10.89.42.11:6443", version: v1.35.4, user: kubernetes-admin, groups: [kubeadm:cluster-admins]}
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import feature_gates, feature_problems
+from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import admin_kubeconfig
 
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import (
     effective_settings,
@@ -190,6 +220,7 @@ def argspec():
         host_settings=dict(type='dict'),
         node_addresses=dict(type='dict'),
         role_versions=dict(type='dict'),
+        check_api=dict(type='bool', default=False),
     )
     for name in LAB_OPTIONS:
         spec[name] = dict(type='raw')
@@ -218,6 +249,15 @@ def cel_checker(config):
     return lambda expression: dra_cel.compile_problem(expression, consumable_capacity=consumable)
 
 
+def api_identity(resolved):
+    """Who the lab's admin kubeconfig is to its API server; K8sError when the API does not answer or refuses it."""
+    # Only this check needs the Kubernetes client: the settings check stays free of it.
+    from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client
+
+    kubeconfig = resolved.get('dralab_kubeconfig') or admin_kubeconfig()
+    return k8s_client.api_identity(k8s_client.KubeClient.from_params({'kubeconfig': kubeconfig}))
+
+
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
     if not dra_cel.HAS_CEL:
@@ -234,7 +274,15 @@ def main():
             errors=errors,
             lab_warnings=warnings,
         )
-    module.exit_json(changed=False, errors=[], lab_warnings=warnings, settings=resolved, **effective_settings(config))
+    result = dict(changed=False, errors=[], lab_warnings=warnings, settings=resolved, **effective_settings(config))
+    if module.params['check_api']:
+        from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+
+        try:
+            result['api'] = api_identity(resolved)
+        except K8sError as exc:
+            module.fail_json(msg=str(exc), errors=[], lab_warnings=warnings)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

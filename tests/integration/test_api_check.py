@@ -48,7 +48,8 @@ def test_an_unreachable_api_server_stops_the_playbook_before_any_change(lab, tmp
     run = lab.run(REPO / "playbooks" / playbook, extra_vars={"dralab_kubeconfig": str(kubeconfig)}, timeout=300)
     assert run.rc != 0 and run.failed == 1, run.describe()
     assert f"Cannot reach the Kubernetes API at {server}" in run.flat, run.describe()
-    assert "Ask the API server who the admin kubeconfig is" in run.output, run.describe()
+    # A playbook run alone asks in its preflight's first module run (lab_preflight check_api).
+    assert "Validate the inventory and the lab-wide settings" in run.output, run.describe()
     assert "Traceback" not in run.output, run.describe()
     assert run.changed == 0, run.describe()
     # Connection refused: seconds, not a hang (printed, not asserted).

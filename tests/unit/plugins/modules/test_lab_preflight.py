@@ -25,7 +25,45 @@ def test_every_lab_option_maps_to_a_dralab_variable():
     assert config['dralab_allow_unsupported_kubernetes_version'] == 'allow_unsupported_kubernetes_version'
     assert config['groups'] == GROUPS and config['hosts'] == ['cp1']
     assert set(lab_preflight.argspec()) == set(lab_preflight.LAB_OPTIONS) | {
-        'groups', 'hosts', 'host_settings', 'node_addresses', 'role_versions'}
+        'groups', 'hosts', 'host_settings', 'node_addresses', 'role_versions', 'check_api'}
+
+
+def closed_port_kubeconfig(tmp_path):
+    """An admin kubeconfig whose API server is a loopback port nothing listens on."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    path = tmp_path / 'admin.conf'
+    path.write_text('apiVersion: v1\nkind: Config\ncurrent-context: lab\n'
+                    'clusters: [{name: lab, cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls-verify: true}}]\n'
+                    'users: [{name: admin, user: {token: not-used}}]\n'
+                    'contexts: [{name: lab, context: {cluster: lab, user: admin}}]\n' % port)
+    return path, port
+
+
+def test_check_api_fails_with_the_api_sentence_when_the_api_does_not_answer(tmp_path):
+    kubeconfig, port = closed_port_kubeconfig(tmp_path)
+    code, result = run(groups=GROUPS, hosts=GROUPS['all'], check_api=True,
+                       host_settings={'localhost': {'dralab_kubeconfig': str(kubeconfig)}})
+    assert code == 1
+    assert result['msg'].startswith('Cannot reach the Kubernetes API at https://127.0.0.1:%d' % port), result['msg']
+    assert result['errors'] == []
+
+
+def test_check_api_comes_after_the_settings(tmp_path):
+    """A bad setting is reported as such; the API is not asked (its kubeconfig would not even load)."""
+    code, result = run(groups=GROUPS, hosts=GROUPS['all'], check_api=True, seats=-1,
+                       host_settings={'localhost': {'dralab_kubeconfig': str(tmp_path / 'missing.conf')}})
+    assert code == 1
+    assert result['errors'] and result['errors'][0].startswith('dralab_seats'), result['errors']
+    assert 'kubeconfig' not in result['msg']
+
+
+def test_without_check_api_the_api_is_not_asked(tmp_path):
+    code, result = run(groups=GROUPS, hosts=GROUPS['all'],
+                       host_settings={'localhost': {'dralab_kubeconfig': str(tmp_path / 'missing.conf')}})
+    assert code == 0 and 'api' not in result
 
 
 def test_host_settings_are_resolved_and_returned():
