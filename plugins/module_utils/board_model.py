@@ -66,14 +66,17 @@ def _memory(spec):
 
 def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces=(), events=(),
           driver=dra_model.DEFAULT_DRIVER, expected_devices_per_node=8, lease_max='8h', stale_claim_age='1h',
-          people=None, activity=None, title='DRA lab', now=None, device_taint_rules=(), explanations=None):
+          people=None, activity=None, title='DRA lab', now=None, device_taint_rules=(), explanations=None,
+          report=None):
     """The instructor's board of one lab state.
 
     people: {seat: person name} (instructor only); activity: {namespace: RFC 3339 time} of changes seen
     that left no object behind (a deleted claim), merged into the seats' last activity; now: aware datetime
     or RFC 3339 (default: the current time); device_taint_rules: DeviceTaintRules (resource.k8s.io/v1alpha3),
     whose taints show on the tiles as the devices' own do; explanations: dra_explain.explain_pending's answers
-    for these objects at now, when the caller has them already (dra_health), else the board asks for them.
+    for these objects at now, when the caller has them already (dra_health), else the board asks for them;
+    report: dra_model.analyze's answer for these objects at now, events included, when the caller has judged
+    them already (dra_health, with its own options), else the board analyzes them with its options.
 
     Returns a dict (JSON-ready): format, view, title, generated, summary, nodes (each with its device
     tiles), pending, problems, seats.
@@ -83,13 +86,15 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
     people = dict(people or {})
     objects = dict(device_classes=list(device_classes or []), slices=list(slices or []), claims=list(claims or []),
                    pods=list(pods or []), nodes=list(nodes or []), namespaces=list(namespaces or []))
-    if explanations is None:
-        explanations = dra_explain.explain_pending(now=now, device_taint_rules=list(device_taint_rules or []),
-                                                   **objects)
-    report = dra_model.analyze(events=list(events or []), driver=driver,
-                               expected_devices_per_node=expected_devices_per_node, stale_claim_age=stale_claim_age,
-                               now=now, explanations=dict((item['claim'], item) for item in explanations),
-                               device_taint_rules=list(device_taint_rules or []), **objects)
+    if report is None:
+        if explanations is None:
+            explanations = dra_explain.explain_pending(now=now, device_taint_rules=list(device_taint_rules or []),
+                                                       **objects)
+        report = dra_model.analyze(events=list(events or []), driver=driver,
+                                   expected_devices_per_node=expected_devices_per_node,
+                                   stale_claim_age=stale_claim_age, now=now,
+                                   explanations=dict((item['claim'], item) for item in explanations),
+                                   device_taint_rules=list(device_taint_rules or []), **objects)
     taints_by_device = dict(((row['pool'], row['device']), [dra_model.taint_text(t) for t in row['taints']])
                             for row in report['tainted_devices'] if row['driver'] == driver)
 

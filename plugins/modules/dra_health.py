@@ -107,7 +107,10 @@ options:
       - Also write the lab's GPU board to this file, as M(dralab.workshop.board_snapshot) does (0600, rewritten only
         when the board differs; a missing folder is made, 0700), from the objects this module has read, so one read
         of the cluster serves both.
-      - The snapshot is written before the lab is judged, so an unhealthy lab has one too.
+      - With O(include_events), the board shows this module's judgement (its problems, with O(nodes),
+        O(node_selector) and O(check_plugins)), made once for both; without it the board judges the objects itself,
+        FailedScheduling events included.
+      - The snapshot is written before the module fails on an unhealthy lab, so an unhealthy lab has one too.
     type: path
   snapshot_lease_max:
     description:
@@ -571,15 +574,9 @@ def run(module, client, now=None):
     explanations = dra_explain.explain_pending(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], now=now, device_taint_rules=data['device_taint_rules'])
-    result = dict(changed=False)
-    if params['snapshot_dest']:
-        written = board_file.snapshot(
-            module, data, params['snapshot_dest'], now=now, driver=params['driver'],
-            expected_devices_per_node=params['expected_devices_per_node'], lease_max=params['snapshot_lease_max'],
-            stale_claim_age=params['stale_claim_age'], title=params['snapshot_title'], explanations=explanations)
-        result = dict(changed=written.pop('changed'), snapshot=written)
+    events = data['events']
     if not params['include_events']:
-        data['events'] = []
+        data = dict(data, events=[])
     report = dra_model.analyze(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],
@@ -588,6 +585,15 @@ def run(module, client, now=None):
         explanations=dict((item['claim'], item) for item in explanations),
         plugin_labels=params['plugin_labels'] if params['check_plugins'] else None,
         device_taint_rules=data['device_taint_rules'])
+    result = dict(changed=False)
+    if params['snapshot_dest']:
+        # The board judges with this report when it read the events too; without them it analyzes with its own.
+        written = board_file.snapshot(
+            module, dict(data, events=events), params['snapshot_dest'], now=now, driver=params['driver'],
+            expected_devices_per_node=params['expected_devices_per_node'], lease_max=params['snapshot_lease_max'],
+            stale_claim_age=params['stale_claim_age'], title=params['snapshot_title'], explanations=explanations,
+            report=report if params['include_events'] else None)
+        result = dict(changed=written.pop('changed'), snapshot=written)
     report['report_lines'] = dra_model.report_lines(report, detail=params['detail'])
     if not params['detail']:
         report = dra_model.summarize(report)

@@ -275,3 +275,21 @@ def test_snapshot_folder_is_made_when_missing(tmp_path):
     dest = tmp_path / 'artifacts' / 'board-snapshot.html'
     code, result = run({'snapshot_dest': str(dest)}, FakeClient('healthy'))
     assert code == 0 and dest.is_file() and oct(dest.parent.stat().st_mode & 0o777) == '0o700'
+
+
+def test_snapshot_shows_the_modules_judgement_made_once(tmp_path):
+    """With events read, the board is judged with the module's own options (here the expected node node9, which
+    the board alone would not know), from the one analysis the report comes from."""
+    from ansible_collections.dralab.workshop.plugins.module_utils import board_page
+    dest = tmp_path / 'board-snapshot.html'
+    args = {'snapshot_dest': str(dest), 'nodes': ['node1', 'node2', 'node3', 'node9'], 'fail_on_unhealthy': False}
+    code, result = run(args, FakeClient('healthy'))
+    assert code == 0 and result['healthy'] is False
+    board = board_page.embedded(dest.read_text())
+    assert [p['object'] for p in board['problems']] == [p['object'] for p in result['problems']] == ['Node node9']
+    assert board['summary']['errors'] == result['summary']['errors'] == 1
+    # Without events the board judges the objects itself, with its own options.
+    dest.unlink()
+    code, result = run(dict(args, include_events=False), FakeClient('healthy'))
+    assert code == 0 and result['healthy'] is False
+    assert board_page.embedded(dest.read_text())['problems'] == []
