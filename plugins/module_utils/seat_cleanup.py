@@ -10,7 +10,12 @@ every namespaced kind the API server serves (API discovery) is cleared, except
 the instructor's baseline objects, known by kind and name
 (seat_model.baseline_names), never by labels a seat could remove. With
 credential rotation, the seat's ServiceAccounts (the default one too) and
-Secrets go as well, so every token minted in the namespace dies.
+Secrets go as well, so every token minted in the namespace dies. Before
+anything is deleted, the rotation raises the namespace's credential
+generation and points the seat's RoleBinding at the next account
+(seat_model.account_name): kube-apiserver keeps accepting a token it accepted
+in the last 10 s after its Secret is gone, and such a token must not find a
+binding that lets it write into the namespace being cleared.
 
 Each kind is listed once cluster-wide (the kinds in parallel), and a
 namespace's objects of one kind are removed with one delete-collection call (a
@@ -30,10 +35,15 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages, parallel_map
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_apply import FIELD_MANAGER
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages, parallel_map
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+    GENERATION_ANNOTATION,
+    ROLE_BINDING_NAME,
     SEAT_NAMESPACE_SELECTOR,
+    account_subject,
     baseline_names,
+    credential_generations,
     seat_of,
 )
 
@@ -130,14 +140,16 @@ def seat_namespaces(namespace_objects, only=None):
     return names
 
 
-def kept_names(kind, namespace, rotate_credentials):
+def kept_names(kind, namespace, rotate_credentials, generation=0):
     """Names of the baseline objects of this kind that the reset keeps in a seat namespace."""
-    return baseline_names(namespace, with_credentials=not rotate_credentials).get(kind.name, set())
+    return baseline_names(namespace, with_credentials=not rotate_credentials, generation=generation).get(
+        kind.name, set())
 
 
-def is_credential(kind, namespace, name):
+def is_credential(kind, namespace, name, generation=0):
     """Whether an object is the instructor's credential (ServiceAccount, token Secret) of a seat."""
-    return kind.name in CREDENTIAL_KINDS and name in baseline_names(namespace).get(kind.name, set())
+    return kind.name in CREDENTIAL_KINDS and name in baseline_names(namespace, generation=generation).get(
+        kind.name, set())
 
 
 def describe(kind, item):
@@ -173,16 +185,34 @@ class SeatCleaner:
         self.clock = clock
 
     def namespaces(self, only=None):
-        return seat_namespaces(list_all(self.client, '/api/v1/namespaces', SEAT_NAMESPACE_SELECTOR), only)
+        """(names of the seat namespaces to clear, {name: credential generation} of every seat namespace)."""
+        objects = list_all(self.client, '/api/v1/namespaces', SEAT_NAMESPACE_SELECTOR)
+        return seat_namespaces(objects, only), credential_generations(objects)
 
-    def leftovers(self, kind, namespaces, rotate_credentials):
+    def next_generation(self, namespace, generation):
+        """Raise the namespace's credential generation, then bind the seat's edit role to that generation's account
+        (the tokens of the previous account keep no right in the namespace, cached or not)."""
+        self.client.request('PATCH', '/api/v1/namespaces/%s' % namespace, query={'fieldManager': FIELD_MANAGER},
+                            body={'metadata': {'annotations': {GENERATION_ANNOTATION: str(generation)}}},
+                            content_type='application/merge-patch+json')
+        try:
+            self.client.request(
+                'PATCH', '/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/%s' % (namespace, ROLE_BINDING_NAME),
+                query={'fieldManager': FIELD_MANAGER}, body={'subjects': [account_subject(namespace, generation)]},
+                content_type='application/merge-patch+json')
+        except K8sError as exc:
+            if exc.status != 404:  # no binding, no rights: the seat objects bind the new account
+                raise
+
+    def leftovers(self, kind, namespaces, rotate_credentials, generations=None):
         """Objects of a kind in the namespaces that the reset removes (not the kept baseline)."""
         wanted = set(namespaces)
+        generations = generations or {}
         found = []
         for item in list_all(self.client, kind.path()):
             meta = item.get('metadata') or {}
             ns = meta.get('namespace')
-            if ns in wanted and meta.get('name') not in kept_names(kind, ns, rotate_credentials):
+            if ns in wanted and meta.get('name') not in kept_names(kind, ns, rotate_credentials, generations.get(ns, 0)):
                 found.append(item)
         return found
 
@@ -228,11 +258,13 @@ class SeatCleaner:
         Never raises because objects remain: result['remaining'] lists them and
         result['failed_seats'] names their seats.
         """
-        namespaces = self.namespaces(only)
+        namespaces, generations = self.namespaces(only)
         selected = select_kinds(discovered_kinds(self.client), kinds)
         deleted, terminating, credentials = {}, {}, []
         touched, uids = [], set()
-        found = parallel_map(lambda kind: self.leftovers(kind, namespaces, rotate_credentials),
+        if rotate_credentials and not check_mode:
+            parallel_map(lambda ns: self.next_generation(ns, generations.get(ns, 0) + 1), namespaces)
+        found = parallel_map(lambda kind: self.leftovers(kind, namespaces, rotate_credentials, generations),
                              selected if namespaces else [])
         for kind, items in zip(selected, found):
             live = {}
@@ -244,13 +276,14 @@ class SeatCleaner:
                     terminating.setdefault(kind.name, []).append(line)
                     continue
                 live.setdefault(meta['namespace'], []).append(meta['name'])
-                if is_credential(kind, meta['namespace'], meta['name']):
+                if is_credential(kind, meta['namespace'], meta['name'], generations.get(meta['namespace'], 0)):
                     credentials.append('%s %s' % (kind.name, line))
                 else:
                     deleted.setdefault(kind.name, []).append(line)
             if not check_mode:
                 parallel_map(lambda ns, kind=kind: self.delete_collection(
-                    kind, ns, kept_names(kind, ns, rotate_credentials), grace_period_seconds), sorted(live))
+                    kind, ns, kept_names(kind, ns, rotate_credentials, generations.get(ns, 0)), grace_period_seconds),
+                    sorted(live))
             if live or kind.name in terminating:
                 touched.append(kind)
         for group in (deleted, terminating):
@@ -268,12 +301,16 @@ class SeatCleaner:
             'failed_seats': [],
             'remaining_message': '',
         }
+        if rotate_credentials:
+            result['credential_generations'] = dict((ns, generations.get(ns, 0) + 1) for ns in namespaces)
+            result['changed'] = result['changed'] or bool(namespaces)
         if wait and not check_mode and touched:
             self._wait(result, touched, namespaces, uids, rotate_credentials, wait_timeout, finalizer_grace,
-                       poll_interval)
+                       poll_interval, generations)
         return result
 
-    def _wait(self, result, kinds, namespaces, uids, rotate_credentials, wait_timeout, finalizer_grace, poll_interval):
+    def _wait(self, result, kinds, namespaces, uids, rotate_credentials, wait_timeout, finalizer_grace, poll_interval,
+              generations):
         """Wait until the objects deleted (by uid: not ones the cluster recreates, like ServiceAccount default) are gone.
 
         Only the kinds that still held deleted objects are listed again (in parallel); the pause between
@@ -283,7 +320,7 @@ class SeatCleaner:
         stripped = False
         pause = poll_interval / 10.0
         while True:
-            found = parallel_map(lambda kind: self.leftovers(kind, namespaces, rotate_credentials), kinds)
+            found = parallel_map(lambda kind: self.leftovers(kind, namespaces, rotate_credentials, generations), kinds)
             left = [(kind, item) for kind, items in zip(kinds, found) for item in items
                     if (item.get('metadata') or {}).get('uid') in uids]
             if not left:

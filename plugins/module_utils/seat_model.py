@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Kubernetes objects of workshop seats, built as plain dicts.
 
-A seat NAME owns the namespace NAME, in which it has the ServiceAccount NAME,
+A seat NAME owns the namespace NAME, in which it has its ServiceAccount (NAME,
+then NAME-g1, NAME-g2, ... after each credential rotation: account_name()),
 a RoleBinding of that account to the ClusterRole ``edit``, a ResourceQuota that
 caps DRA devices per DeviceClass, ResourceClaims (one device each, so this is
 the seat's GPU limit), pods, CPU and memory, a LimitRange that gives containers
@@ -41,6 +42,8 @@ MANAGED_SELECTOR = '%s=%s' % (MANAGED_BY_LABEL, MANAGED_BY)
 SEAT_NAMESPACE_SELECTOR = '%s=%s,%s' % (MANAGED_BY_LABEL, MANAGED_BY, SEAT_LABEL)
 
 TOKEN_SECRET_NAME = 'dralab-seat-token'
+# On a seat Namespace (which a seat cannot change): how many times its credentials were rotated.
+GENERATION_ANNOTATION = 'dralab.workshop/credential-generation'
 ROLE_BINDING_NAME = 'dralab-seat-edit'
 QUOTA_NAME = 'dralab-seat-quota'
 LIMIT_RANGE_NAME = 'dralab-seat-limits'
@@ -66,7 +69,32 @@ COMPUTE_QUOTA_KEYS = (('pods', 'pods'), ('requests.cpu', 'cpu'), ('limits.cpu', 
                       ('requests.memory', 'memory'), ('limits.memory', 'memory'))
 
 
-def baseline_names(seat, with_credentials=True):
+def account_name(seat, generation=0):
+    """The seat's ServiceAccount in a credential generation: NAME, then NAME-g1, NAME-g2, ...
+
+    A rotation moves the seat's RoleBinding to the next name before anything else: kube-apiserver keeps
+    accepting a token it accepted in the last 10 s even after its Secret is gone, but such a token then
+    names an account that no binding grants anything.
+    """
+    return '%s-g%d' % (seat, generation) if generation else seat
+
+
+def credential_generation(namespace_obj):
+    """The credential generation of a seat Namespace object (its annotation; 0 when missing or unreadable)."""
+    value = (((namespace_obj or {}).get('metadata') or {}).get('annotations') or {}).get(GENERATION_ANNOTATION)
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def credential_generations(namespace_objects):
+    """{namespace name: credential generation} of the seat Namespace objects among namespace_objects."""
+    return dict(((ns.get('metadata') or {}).get('name'), credential_generation(ns))
+                for ns in namespace_objects or [] if seat_of(ns) is not None)
+
+
+def baseline_names(seat, with_credentials=True, generation=0):
     """{resource: {names}} of the instructor's objects in a seat namespace (what a reset keeps).
 
     Without credentials (a rotation), the seat's ServiceAccount and token Secret are not kept either.
@@ -77,7 +105,7 @@ def baseline_names(seat, with_credentials=True):
              # itself); the board: rewritten by the lease reaper whenever it differs from the lab's claims.
              'configmaps': {'kube-root-ca.crt', BOARD_CONFIGMAP_NAME}}
     if with_credentials:
-        names['serviceaccounts'] = {seat, 'default'}
+        names['serviceaccounts'] = {account_name(seat, generation), 'default'}
         names['secrets'] = {TOKEN_SECRET_NAME}
     return names
 
@@ -171,20 +199,20 @@ def quota_hard(device_classes, devices_per_seat=1, devices_per_class=None, gpus_
     return hard
 
 
-def namespace_object(seat, pod_security='baseline'):
+def namespace_object(seat, pod_security='baseline', generation=0):
     labels = managed_labels(seat)
     if pod_security:
         labels[POD_SECURITY_LABEL] = pod_security
     return {
         'apiVersion': 'v1', 'kind': 'Namespace',
-        'metadata': {'name': seat, 'labels': labels},
+        'metadata': {'name': seat, 'labels': labels, 'annotations': {GENERATION_ANNOTATION: str(generation)}},
     }
 
 
-def service_account_object(seat):
+def service_account_object(seat, generation=0):
     return {
         'apiVersion': 'v1', 'kind': 'ServiceAccount',
-        'metadata': {'name': seat, 'namespace': seat, 'labels': managed_labels(seat)},
+        'metadata': {'name': account_name(seat, generation), 'namespace': seat, 'labels': managed_labels(seat)},
     }
 
 
@@ -199,12 +227,17 @@ def token_secret_object(seat, secret_name=TOKEN_SECRET_NAME):
     }
 
 
-def role_binding_object(seat, cluster_role=DEFAULT_EDIT_CLUSTER_ROLE):
+def account_subject(seat, generation=0):
+    """The RBAC subject of the seat's ServiceAccount in a credential generation."""
+    return {'kind': 'ServiceAccount', 'name': account_name(seat, generation), 'namespace': seat}
+
+
+def role_binding_object(seat, cluster_role=DEFAULT_EDIT_CLUSTER_ROLE, generation=0):
     return {
         'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'RoleBinding',
         'metadata': {'name': ROLE_BINDING_NAME, 'namespace': seat, 'labels': managed_labels(seat)},
         'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': cluster_role},
-        'subjects': [{'kind': 'ServiceAccount', 'name': seat, 'namespace': seat}],
+        'subjects': [account_subject(seat, generation)],
     }
 
 
@@ -243,12 +276,13 @@ def reader_cluster_role(name=DEFAULT_READER_NAME, extra_rules=None):
     }
 
 
-def reader_cluster_role_binding(seats, name=DEFAULT_READER_NAME):
+def reader_cluster_role_binding(seats, name=DEFAULT_READER_NAME, generations=None):
+    generations = generations or {}
     return {
         'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRoleBinding',
         'metadata': {'name': name, 'labels': managed_labels()},
         'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': name},
-        'subjects': [{'kind': 'ServiceAccount', 'name': seat, 'namespace': seat} for seat in seats],
+        'subjects': [account_subject(seat, generations.get(seat, 0)) for seat in seats],
     }
 
 
@@ -273,10 +307,11 @@ def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_cl
                        quota_extra=None, pod_security='baseline', edit_cluster_role=DEFAULT_EDIT_CLUSTER_ROLE,
                        reader_name=DEFAULT_READER_NAME, reader_extra_rules=None, secret_name=TOKEN_SECRET_NAME,
                        pods_per_seat=None, cpu_per_seat=None, memory_per_seat=None,
-                       container_default_limits=None, container_default_requests=None):
+                       container_default_limits=None, container_default_requests=None, generations=None):
     """Every object of every seat, in an order the API server accepts (namespaces first).
 
-    Raises ValueError with a message naming the bad value.
+    generations: {seat: credential generation} of the seats whose namespace exists (credential_generations);
+    the others start at 0. Raises ValueError with a message naming the bad value.
     """
     problems = seat_problems(seats)
     if problems:
@@ -290,13 +325,14 @@ def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_cl
     hard = quota_hard(classes, devices_per_seat, devices_per_class, gpus_per_seat, quota_extra,
                       compute_hard(pods_per_seat, cpu_per_seat, memory_per_seat))
     limit_range_object('check', container_default_limits, container_default_requests)  # bad values fail first
-    objects = [namespace_object(seat, pod_security) for seat in seats]
+    generations = dict((seat, (generations or {}).get(seat, 0)) for seat in seats)
+    objects = [namespace_object(seat, pod_security, generations[seat]) for seat in seats]
     objects.append(reader_cluster_role(reader_name, reader_extra_rules))
-    objects.append(reader_cluster_role_binding(seats, reader_name))
+    objects.append(reader_cluster_role_binding(seats, reader_name, generations))
     for seat in seats:
-        objects.append(service_account_object(seat))
+        objects.append(service_account_object(seat, generations[seat]))
         objects.append(token_secret_object(seat, secret_name))
-        objects.append(role_binding_object(seat, edit_cluster_role))
+        objects.append(role_binding_object(seat, edit_cluster_role, generations[seat]))
         objects.append(resource_quota_object(seat, hard))
         objects.append(limit_range_object(seat, container_default_limits, container_default_requests))
     return objects

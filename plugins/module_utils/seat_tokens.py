@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Time-bound tokens and kubeconfigs of workshop seats.
 
-Each seat's token is a TokenRequest token of the seat's ServiceAccount, bound
-to the seat's Secret (deleting the Secret, or recreating the ServiceAccount,
-revokes it). A token stored in the seat's kubeconfig is reused while it is
+Each seat's token is a TokenRequest token of the seat's ServiceAccount (of its
+namespace's credential generation: seat_model.account_name), bound to the
+seat's Secret (deleting the Secret, or recreating the ServiceAccount, revokes
+it). A token stored in the seat's kubeconfig is reused while it is
 still valid: its payload (decoded, not verified) names the same namespace,
 ServiceAccount (name and uid) and Secret (name and uid) as the cluster has
 now, and it expires later than now plus a renewal margin. Otherwise a new
@@ -32,7 +33,11 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import 
     parallel_map,
     read_ca_file,
 )
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import TOKEN_SECRET_NAME
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+    TOKEN_SECRET_NAME,
+    account_name,
+    credential_generation,
+)
 
 # TokenRequest refuses shorter lifetimes.
 MIN_EXPIRATION_SECONDS = 600
@@ -239,7 +244,10 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
 
     def one(seat):
         """(entry, token) of one seat; token None when none is known (check mode)."""
-        namespace = account = seat
+        namespace = seat
+        # The seat's account of its namespace's credential generation (seat_model.account_name).
+        account = account_name(seat, credential_generation(client.get('/api/v1/namespaces/%s' % namespace,
+                                                                      missing_ok=True)))
         path = os.path.join(kubeconfig_dir, '%s.kubeconfig' % seat)
         stored_text = read_text(path)
         stored = kubeconfig_token(stored_text)

@@ -20,10 +20,14 @@ description:
     where there is something to delete. Objects already terminating are waited for, not deleted again.
   - The instructor's baseline objects are kept, known by kind and name, never by labels a seat could change,
     RoleBinding C(dralab-seat-edit), ResourceQuota C(dralab-seat-quota), LimitRange C(dralab-seat-limits), ConfigMap
-    C(kube-root-ca.crt), and (unless O(rotate_credentials)) the ServiceAccounts C(NAME) and C(default) and the
-    Secret C(dralab-seat-token).
+    C(kube-root-ca.crt), and (unless O(rotate_credentials)) the seat's ServiceAccount (C(NAME), or C(NAME-gN) in
+    credential generation N) and C(default) and the Secret C(dralab-seat-token).
   - With O(rotate_credentials), every ServiceAccount and Secret of the namespace goes too, so every token of the
-    seat, including ones it minted itself for any account, stops working. Re-apply the seat objects and issue new
+    seat, including ones it minted itself for any account, stops working. Before anything is deleted, the
+    Namespace's credential generation (annotation C(dralab.workshop/credential-generation)) goes up by one and the
+    RoleBinding C(dralab-seat-edit) is pointed at that generation's account: kube-apiserver keeps accepting a token
+    it accepted in the last 10 seconds after its Secret is gone, and such a token then finds no binding, so it can
+    neither write into the namespace being cleared nor outlive the reset. Re-apply the seat objects and issue new
     tokens afterwards (the lab_reset role does).
   - With O(wait), waits until the deleted objects are gone (claims free their devices when no pod uses them).
     Objects still terminating after O(finalizer_grace) seconds lose their finalizers, so a finalizer a seat set
@@ -136,6 +140,12 @@ terminating:
   description: Per kind, objects that were already terminating when the module started.
   returned: always
   type: dict
+credential_generations:
+  description: With O(rotate_credentials), the new credential generation of each seat namespace (in check mode the
+    one it would get).
+  returned: with O(rotate_credentials)
+  type: dict
+  sample: {user01: 1, user02: 1}
 credentials_deleted:
   description: The instructor's Secrets and ServiceAccounts deleted by O(rotate_credentials) (other ones are in
     RV(deleted)).

@@ -19,7 +19,9 @@ description:
     or differ, in parallel; admission policies first, then Namespaces and the other cluster-wide objects, then the
     namespaced ones. It also removes the DRA admin access label from seat Namespaces. It reports a change only when
     the API server stored one.
-  - Per seat C(NAME) (see O(seats)), a Namespace C(NAME), a ServiceAccount C(NAME), a RoleBinding C(dralab-seat-edit)
+  - Per seat C(NAME) (see O(seats)), a Namespace C(NAME), a ServiceAccount C(NAME) (C(NAME-gN) once its credentials
+    were rotated N times: the Namespace's annotation C(dralab.workshop/credential-generation), which
+    M(dralab.workshop.seat_cleanup) raises), a RoleBinding C(dralab-seat-edit)
     of that account to the ClusterRole O(edit_cluster_role), a ResourceQuota C(dralab-seat-quota), a LimitRange
     C(dralab-seat-limits) with container defaults, and an empty Opaque Secret C(dralab-seat-token) that the seat's
     tokens are bound to (see M(dralab.workshop.seat_tokens)).
@@ -313,7 +315,8 @@ def run(module, client=None):
             reader_extra_rules=params['reader_extra_rules'], pods_per_seat=params['pods_per_seat'],
             cpu_per_seat=params['cpu_per_seat'], memory_per_seat=params['memory_per_seat'],
             container_default_limits=params['container_default_limits'],
-            container_default_requests=params['container_default_requests'])
+            container_default_requests=params['container_default_requests'],
+            generations=seat_model.credential_generations(namespaces))
     except ValueError as exc:
         module.fail_json(msg='Cannot build the seat objects: %s.' % exc)
     findings = {'foreign': [], 'admin_access': [], 'stale': []}

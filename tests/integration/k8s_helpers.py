@@ -10,7 +10,12 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import baseline_names
+from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+    account_name,
+    baseline_names,
+    credential_generation,
+    credential_generations,
+)
 from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL
 
 DRIVER = "gpu.example.com"
@@ -82,6 +87,20 @@ def expect_api_error(status: int, call, *args, **kwargs) -> ApiException:
     with pytest.raises(ApiException) as info:
         call(*args, **kwargs)
     assert info.value.status == status, f"expected HTTP {status}, got {info.value.status}: {info.value.body}"
+    return info.value
+
+
+def seat_account(api, seat: str) -> str:
+    """The name of the seat's ServiceAccount now: its namespace's credential generation (seat_model.account_name)."""
+    return account_name(seat, credential_generation(raw_get(api, f"/api/v1/namespaces/{seat}")))
+
+
+def expect_no_access(call, *args, **kwargs) -> ApiException:
+    """call(*args) must be refused: 401 (the token is unknown) or 403 (it names an account without rights: a
+    revoked token kube-apiserver still accepts from its 10 s cache of successful authentications)."""
+    with pytest.raises(ApiException) as info:
+        call(*args, **kwargs)
+    assert info.value.status in (401, 403), f"expected HTTP 401 or 403, got {info.value.status}: {info.value.body}"
     return info.value
 
 
@@ -212,25 +231,35 @@ def lab_state(api) -> dict:
             meta = item["metadata"]
             if not meta["namespace"].startswith("kube-"):
                 objects.add((group, resource, meta["namespace"], meta["name"]))
-    namespaces = {ns["metadata"]["name"]: ns["metadata"].get("labels") or {}
-                  for ns in raw_get(api, "/api/v1/namespaces")["items"]}
+    namespace_items = raw_get(api, "/api/v1/namespaces")["items"]
+    namespaces = {ns["metadata"]["name"]: ns["metadata"].get("labels") or {} for ns in namespace_items}
     classes = {dc["metadata"]["name"]: {"labels": dc["metadata"].get("labels") or {}, "spec": dc["spec"]}
                for dc in raw_get(api, "/apis/resource.k8s.io/v1/deviceclasses")["items"]}
-    return {"objects": objects, "namespaces": namespaces, "classes": classes, "devices": published_devices(api)}
+    return {"objects": objects, "namespaces": namespaces, "classes": classes, "devices": published_devices(api),
+            "generations": credential_generations(namespace_items)}
 
 
 def lab_changes(before: dict, after: dict) -> list[str]:
     """What `after` changed of `before`, apart from what converging the lab adds (driver.yml, users.yml): seat
-    namespaces, their baseline objects (seat_model.baseline_names) and DeviceClasses managed by the collection;
-    and apart from the NAMESPACE_FURNITURE of any namespace."""
+    namespaces, their baseline objects (seat_model.baseline_names) and DeviceClasses managed by the collection,
+    and the previous credential generation's accounts a rotating reset replaced; and apart from the
+    NAMESPACE_FURNITURE of any namespace."""
     def seat(labels):
         return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and SEAT_LABEL in labels
 
     seats = {name for name, labels in after["namespaces"].items() if seat(labels)}
-    changes = [f"gone: {ns} {resource} {name}" for _g, resource, ns, name in sorted(before["objects"] - after["objects"])]
+    def rotated_away(ns, resource, name):
+        """A seat's baseline object of its previous credential generation (a rotating reset replaced it)."""
+        old = before["generations"].get(ns, 0)
+        return (ns in seats and after["generations"].get(ns, 0) != old
+                and name in baseline_names(ns, generation=old).get(resource, set()))
+
+    changes = [f"gone: {ns} {resource} {name}" for _g, resource, ns, name in sorted(before["objects"] - after["objects"])
+               if not rotated_away(ns, resource, name)]
     changes += [f"left behind: {ns} {resource} {name}" for group, resource, ns, name in sorted(after["objects"] - before["objects"])
                 if (group, resource, name) not in NAMESPACE_FURNITURE
-                and not (ns in seats and name in baseline_names(ns).get(resource, set()))]
+                and not (ns in seats and name in baseline_names(
+                    ns, generation=after["generations"].get(ns, 0)).get(resource, set()))]
     changes += [f"namespace gone: {name}" for name in sorted(set(before["namespaces"]) - set(after["namespaces"]))]
     changes += [f"namespace left behind: {name}" for name in sorted(set(after["namespaces"]) - set(before["namespaces"]))
                 if name not in seats]

@@ -1,12 +1,14 @@
 """Seats are hostile: each test attacks the lab with a seat's own kubeconfig, as a participant could, and checks
 that the lab holds. The reset tests then hand the seats over (playbooks/reset.yml, credential rotation by default)
 and check that nothing the seat did survives: not its objects, not a finalizer, not a token it minted, not a label
-it removed. A per-seat reset touches only that seat."""
+it removed, not what it kept writing during the reset. A per-seat reset touches only that seat."""
 
 from __future__ import annotations
 
 import datetime
+import itertools
 import sys
+import threading
 import time
 
 import pytest
@@ -15,8 +17,8 @@ from kubernetes.client.rest import ApiException
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat_tokens import kubeconfig_token
 from k8s_helpers import (DRIVER, IMAGE, MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL, api_from_kubeconfig, claim_body,
-                         clear_namespaces, core_api, expect_api_error, namespaced_kinds, pod_body, raw_get,
-                         resource_api, template_body, wait_for, wait_pod_running)
+                         clear_namespaces, core_api, expect_api_error, expect_no_access, namespaced_kinds, pod_body,
+                         raw_get, resource_api, seat_account, template_body, wait_for, wait_pod_running)
 
 OTHER_CLASS = "gpu-40gi.example.com"
 FULL = ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get resourceclaims and delete one "
@@ -26,7 +28,7 @@ EXTERNAL_IPS_DENIED = "Use of external IPs is denied by admission control"
 EVENT = 8 * 3600  # dralab_event_duration of this tier (the default)
 # What the instructor leaves in a seat namespace (kind -> names); a reset leaves nothing else.
 BASELINE = {
-    "serviceaccounts": {"default", "{seat}"}, "secrets": {"dralab-seat-token"}, "configmaps": {"kube-root-ca.crt", "dralab-gpu-board"},
+    "serviceaccounts": {"default", "{account}"}, "secrets": {"dralab-seat-token"}, "configmaps": {"kube-root-ca.crt", "dralab-gpu-board"},
     "rolebindings": {"dralab-seat-edit", "dralab-lease-reaper"}, "resourcequotas": {"dralab-seat-quota"},
     "limitranges": {"dralab-seat-limits"},
 }
@@ -67,7 +69,8 @@ def namespace_contents(admin, namespace):
 
 def assert_only_baseline(admin, seat):
     contents = namespace_contents(admin, seat)
-    baseline = {kind: {n.format(seat=seat) for n in names} for kind, names in BASELINE.items()}
+    account = seat_account(admin, seat)
+    baseline = {kind: {n.format(account=account) for n in names} for kind, names in BASELINE.items()}
     extra = {kind: sorted(names - baseline.get(kind, set())) for kind, names in contents.items()
              if names - baseline.get(kind, set())}
     assert not extra, f"{seat} still holds objects after the reset: {extra}"
@@ -107,7 +110,7 @@ def test_api_server_refuses_external_ips_in_every_namespace(control_plane):
 def test_seat_token_request_for_a_year_is_capped_at_the_event(control_plane, seat_api):
     api = seat_api("user10")
     before = datetime.datetime.now(datetime.timezone.utc)
-    token = request_token(api, "user10", "user10", YEAR)
+    token = request_token(api, "user10", seat_account(control_plane.api_client, "user10"), YEAR)
     if token is None:
         return  # refused outright (RBAC): no token at all is fine too
     lifetime = (token.status.expiration_timestamp - before).total_seconds()
@@ -188,18 +191,19 @@ def handover(control_plane, workshop, tmp_path_factory):
     core, resource = core_api(api), resource_api(api)
     tokens = {"kubeconfig": kubeconfig_token(workshop.seat_kubeconfig(seat).read_text())}
     assert tokens["kubeconfig"], f"no token in {workshop.seat_kubeconfig(seat)}"
+    account = seat_account(admin, seat)
     try:
         # Label tampering: the instructor's ServiceAccount and token Secret no longer look managed.
         patch = {"metadata": {"labels": {MANAGED_BY_LABEL: None, SEAT_LABEL: None}}}
-        core.patch_namespaced_service_account(seat, seat, patch)
+        core.patch_namespaced_service_account(account, seat, patch)
         core.patch_namespaced_secret("dralab-seat-token", seat, patch)
         # Tokens of its own: for its account, for the default account, for a new account.
         core.create_namespaced_service_account(seat, {"metadata": {"name": "backdoor",
                                                                    "labels": {MANAGED_BY_LABEL: MANAGED_BY}}})
-        for account in (seat, "default", "backdoor"):
-            minted = request_token(api, seat, account, EVENT)
+        for name in (account, "default", "backdoor"):
+            minted = request_token(api, seat, name, EVENT)
             if minted is not None:
-                tokens[account] = minted.status.token
+                tokens[name] = minted.status.token
         # Objects of every sort, some with finalizers that nobody will remove.
         core.create_namespaced_config_map(seat, {"metadata": {"name": "notes"}, "data": {"a": "b"}})
         core.create_namespaced_secret(seat, {"metadata": {"name": "stash"}, "stringData": {"k": "v"}})
@@ -222,9 +226,41 @@ def handover(control_plane, workshop, tmp_path_factory):
         api.close()
     before = namespace_contents(admin, seat)
     assert {"configmaps", "services", "deployments", "poddisruptionbudgets", "resourceclaims"} <= set(before)
-    run = workshop.converge("playbooks/reset.yml")
-    print(f"[hostile] reset.yml (every seat, rotation by default): {run.seconds:.1f}s", file=sys.stderr)
-    return {"seat": seat, "tokens": tokens, "run": run}
+    # All through the reset, the seat keeps writing with every token it has (from outside the lab, so the
+    # handover's end of its sessions does not stop it): kube-apiserver accepts a token it accepted in the last
+    # 10 s even after its Secret is gone.
+    done, writes = threading.Event(), []
+    writers = [threading.Thread(target=keep_writing, args=(admin, token, seat, name, done, writes))
+               for name, token in tokens.items()]
+    for writer in writers:
+        writer.start()
+    try:
+        run = workshop.converge("playbooks/reset.yml")
+    finally:
+        done.set()
+        for writer in writers:
+            writer.join()
+    print(f"[hostile] reset.yml (every seat, rotation by default): {run.seconds:.1f}s; the seat's writes during it: "
+          f"{sum(1 for w in writes if w[1] == 201)} created, {sum(1 for w in writes if w[1] != 201)} refused",
+          file=sys.stderr)
+    return {"seat": seat, "tokens": tokens, "run": run, "writes": writes}
+
+
+def keep_writing(admin, token, seat, name, done, writes):
+    """Create ConfigMaps in the seat's namespace with one token until done; record (token name, HTTP status)."""
+    api = token_api(admin, token)
+    try:
+        for number in itertools.count():
+            if done.is_set():
+                return
+            try:
+                core_api(api).create_namespaced_config_map(seat, {"metadata": {"name": f"during-{name}-{number}"}})
+                writes.append((name, 201))
+            except ApiException as exc:
+                writes.append((name, exc.status))
+            time.sleep(0.05)
+    finally:
+        api.close()
 
 
 def test_reset_rotates_by_default_and_label_tampering_keeps_no_token_alive(control_plane, handover):
@@ -232,7 +268,7 @@ def test_reset_rotates_by_default_and_label_tampering_keeps_no_token_alive(contr
     for name, token in handover["tokens"].items():
         stale = token_api(admin, token)
         try:
-            expect_api_error(401, core_api(stale).list_namespaced_pod, handover["seat"])
+            expect_no_access(core_api(stale).list_namespaced_pod, handover["seat"])
         except AssertionError as exc:
             raise AssertionError(f"the {name} token of {handover['seat']} still works after the reset: {exc}") from None
         finally:
@@ -251,8 +287,11 @@ def test_a_finalizer_does_not_stop_the_reset(control_plane, handover):
 def test_after_the_reset_the_namespace_holds_none_of_the_seats_objects(control_plane, workshop, handover):
     seat = handover["seat"]
     assert_only_baseline(control_plane.api_client, seat)
+    # What the seat wrote during the reset did not outlive it either (assert_only_baseline), but it did write.
+    assert any(status == 201 for _name, status in handover["writes"]), handover["writes"][:10]
     # The instructor's objects are back, labelled, and the new kubeconfig works.
-    sa = core_api(control_plane.api_client).read_namespaced_service_account(seat, seat)
+    sa = core_api(control_plane.api_client).read_namespaced_service_account(
+        seat_account(control_plane.api_client, seat), seat)
     assert sa.metadata.labels[MANAGED_BY_LABEL] == MANAGED_BY
     fresh = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
     try:

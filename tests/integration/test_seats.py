@@ -13,7 +13,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from k8s_helpers import (DRIVER, MANAGED, SEAT_LABEL, api_from_kubeconfig, claim_body, clear_namespaces,
-                         expect_api_error, pod_body, wait_for, wait_pod_running)
+                         expect_api_error, expect_no_access, pod_body, seat_account, wait_for, wait_pod_running)
 from playbook import SEATS, seat_names
 
 SEATS_ALL = seat_names(SEATS)
@@ -63,7 +63,9 @@ def test_seat_objects_exist(control_plane, seats):
 
     accounts = {(sa.metadata.namespace, sa.metadata.name)
                 for sa in core.list_service_account_for_all_namespaces(label_selector=MANAGED).items}
-    assert {(s, s) for s in SEATS_ALL} <= accounts
+    # Each seat's account of its credential generation (user01, or user01-g1 after a rotating reset).
+    current = {seat: seat_account(api, seat) for seat in SEATS_ALL}
+    assert {(s, current[s]) for s in SEATS_ALL} <= accounts
 
     secrets = {s.metadata.namespace: s for s in core.list_secret_for_all_namespaces(label_selector=MANAGED).items
                if s.metadata.name == TOKEN_SECRET}
@@ -75,7 +77,7 @@ def test_seat_objects_exist(control_plane, seats):
     for seat in SEATS_ALL:
         rb = bindings[seat]
         assert (rb.role_ref.kind, rb.role_ref.name) == ("ClusterRole", "edit")
-        assert [(s.kind, s.namespace, s.name) for s in rb.subjects] == [("ServiceAccount", seat, seat)]
+        assert [(s.kind, s.namespace, s.name) for s in rb.subjects] == [("ServiceAccount", seat, current[seat])]
 
     quotas = {q.metadata.namespace: q for q in core.list_resource_quota_for_all_namespaces(label_selector=MANAGED).items}
     for seat in SEATS_ALL:
@@ -200,7 +202,10 @@ def test_rotation_revokes_old_tokens(control_plane, seats, tmp_path):
         assert mode(seats.seat_kubeconfig(seat)) == 0o600
         stale = api_from_kubeconfig(tmp_path / seat)
         try:
-            expect_api_error(401, client.ResourceV1Api(stale).list_namespaced_resource_claim, seat)
+            # At once, with no wait in the reset: unknown (401) or an account without rights (403).
+            expect_no_access(client.ResourceV1Api(stale).list_namespaced_resource_claim, seat)
+            expect_no_access(client.CoreV1Api(stale).create_namespaced_config_map, seat,
+                             {"metadata": {"name": "left-by-the-last-group"}})
         finally:
             stale.close()
         fresh = api_from_kubeconfig(seats.seat_kubeconfig(seat))

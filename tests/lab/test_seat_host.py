@@ -424,7 +424,8 @@ def test_handover_gives_a_fresh_home_and_new_credentials(handover):
     stale = config.new_client_from_config(str(handover["old_kubeconfigs"] / LEAVER))
     with pytest.raises(ApiException) as refused:
         client.CoreV1Api(stale).list_namespaced_pod(LEAVER)
-    assert refused.value.status == 401
+    # 401: unknown; 403: kube-apiserver still accepts it from its 10 s cache, for an account without rights.
+    assert refused.value.status in (401, 403)
     seat = login(LEAVER)
     try:
         rc, out, err = seat.run(f"kubectl -n {LEAVER} get pods -o name && ls -A ~")

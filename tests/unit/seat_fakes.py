@@ -144,9 +144,11 @@ class FakeCleanupApi:
             meta['continue'] = str(start + self.page_size)
         return {'items': page, 'metadata': meta}
 
-    def request(self, method, path, body=None, query=None):
+    def request(self, method, path, body=None, query=None, content_type=None):
         self.calls.append((method, path, dict(query or {}), body))
         query = query or {}
+        if method == 'PATCH':
+            return self._merge_patch(path, body, content_type)
         if method == 'GET' and path == '/api/v1/namespaces':
             selector = query.get('labelSelector')
             assert selector == 'app.kubernetes.io/managed-by=dralab.workshop,dralab.workshop/seat'
@@ -183,6 +185,25 @@ class FakeCleanupApi:
             self._progress(kind, listing=False)
             return {}
         raise AssertionError('unexpected call %s %s' % (method, path))
+
+    def _merge_patch(self, path, body, content_type):
+        """A JSON merge patch of a Namespace's annotations or a RoleBinding's subjects (404 for a missing one)."""
+        assert content_type == 'application/merge-patch+json', content_type
+        parts = path.split('/')
+        if parts[-2] == 'namespaces':
+            found = [n for n in self.namespaces if n['metadata']['name'] == parts[-1]]
+            targets = [(found[0], body['metadata']['annotations'])] if found else []
+            for target, annotations in targets:
+                target['metadata'].setdefault('annotations', {}).update(annotations)
+        else:
+            assert parts[-2] == 'rolebindings' and set(body) == {'subjects'}, (path, body)
+            targets = [i for i in self.items.get('rolebindings', [])
+                       if i['metadata']['namespace'] == parts[-3] and i['metadata']['name'] == parts[-1]]
+            for target in targets:
+                target['subjects'] = body['subjects']
+        if not targets:
+            raise K8sError('%s not found' % path, status=404)
+        return {}
 
     def _progress(self, kind, listing=True):
         """Deleted objects vanish after `deletions_take` list rounds, unless a finalizer holds them."""

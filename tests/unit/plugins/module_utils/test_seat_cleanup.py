@@ -89,6 +89,40 @@ def test_rotation_deletes_every_service_account_and_secret_labels_or_not():
     assert [i['metadata']['name'] for i in api.items['rolebindings']] == ['dralab-seat-edit']
 
 
+def test_rotation_moves_the_seats_binding_to_the_next_account_before_anything_is_deleted():
+    """A token of the old account that kube-apiserver still accepts from its cache must find no binding while the
+    namespace is cleared: the generation goes up and the edit binding names user01-g1 first."""
+    api = seat_made(lab())
+    api.items['rolebindings'][0]['subjects'] = [{'kind': 'ServiceAccount', 'name': 'user01', 'namespace': 'user01'}]
+    result = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01', 'user02'], wait=True,
+                                                           rotate_credentials=True)
+    assert result['credential_generations'] == {'user01': 1, 'user02': 1} and result['changed'] is True
+    namespace = [n for n in api.namespaces if n['metadata']['name'] == 'user01'][0]
+    assert namespace['metadata']['annotations'] == {'dralab.workshop/credential-generation': '1'}
+    assert api.items['rolebindings'][0]['subjects'] == [
+        {'kind': 'ServiceAccount', 'name': 'user01-g1', 'namespace': 'user01'}]
+    writes = [call[:2] for call in api.calls if call[0] in ('PATCH', 'DELETE')]
+    first_delete = [call[0] for call in writes].index('DELETE')
+    assert sorted(writes[:first_delete]) == [
+        ('PATCH', '/api/v1/namespaces/user01'), ('PATCH', '/api/v1/namespaces/user02'),
+        ('PATCH', '/apis/rbac.authorization.k8s.io/v1/namespaces/user01/rolebindings/dralab-seat-edit'),
+        ('PATCH', '/apis/rbac.authorization.k8s.io/v1/namespaces/user02/rolebindings/dralab-seat-edit')]
+    # The next rotation counts on; a reset that keeps the credentials keeps this generation's account.
+    api.items['serviceaccounts'] = [obj('user01', 'user01-g1'), obj('user01', 'user01'), obj('user01', 'default')]
+    kept = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01'], wait=True)
+    assert kept['deleted'] == {'serviceaccounts': ['user01/user01']} and 'credential_generations' not in kept
+    again = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01'], wait=True, rotate_credentials=True)
+    assert again['credential_generations'] == {'user01': 2}
+    assert again['credentials_deleted'] == ['serviceaccounts user01/default', 'serviceaccounts user01/user01-g1']
+
+
+def test_rotation_in_check_mode_moves_nothing():
+    api = seat_made(lab())
+    result = sc.SeatCleaner(api).run(only=['user01'], check_mode=True, rotate_credentials=True)
+    assert result['credential_generations'] == {'user01': 1} and result['changed'] is True
+    assert not [call for call in api.calls if call[0] in ('PATCH', 'DELETE')]
+
+
 def test_clean_lab_reports_no_change():
     api = seat_made(lab())
     cleaner = sc.SeatCleaner(api, sleep=lambda s: None)

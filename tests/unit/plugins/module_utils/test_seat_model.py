@@ -206,3 +206,33 @@ def test_baseline_names_keep_credentials_unless_rotating():
     rotating = seat_model.baseline_names('user07', with_credentials=False)
     assert 'serviceaccounts' not in rotating and 'secrets' not in rotating
     assert rotating['rolebindings'] == {'dralab-seat-edit', 'dralab-lease-reaper'}
+
+
+def test_credential_generations_name_the_seats_accounts():
+    assert seat_model.account_name('user07') == 'user07' and seat_model.account_name('user07', 3) == 'user07-g3'
+    assert seat_model.baseline_names('user07', generation=3)['serviceaccounts'] == {'user07-g3', 'default'}
+    annotated = seat_model.namespace_object('user07', generation=3)
+    assert annotated['metadata']['annotations'] == {'dralab.workshop/credential-generation': '3'}
+    assert seat_model.credential_generation(annotated) == 3
+    foreign = {'metadata': {'name': 'x', 'annotations': {'dralab.workshop/credential-generation': '5'}}}
+    for value, generation in (('', 0), ('-2', 0), ('two', 0), (None, 0), ('7', 7)):
+        ns = seat_model.namespace_object('user08')
+        ns['metadata']['annotations'] = {seat_model.GENERATION_ANNOTATION: value}
+        assert seat_model.credential_generation(ns) == generation, value
+    assert seat_model.credential_generations([annotated, seat_model.namespace_object('user08'), foreign]) == {
+        'user07': 3, 'user08': 0}
+
+
+def test_objects_of_a_rotated_seat_bind_its_current_account():
+    objects = seat_model.build_seat_objects(['user01', 'user02'], ['gpu.example.com'], generations={'user02': 2})
+    by_kind = {}
+    for obj in objects:
+        by_kind.setdefault(obj['kind'], []).append(obj)
+    assert [sa['metadata']['name'] for sa in by_kind['ServiceAccount']] == ['user01', 'user02-g2']
+    assert [rb['subjects'] for rb in by_kind['RoleBinding']] == [
+        [{'kind': 'ServiceAccount', 'name': 'user01', 'namespace': 'user01'}],
+        [{'kind': 'ServiceAccount', 'name': 'user02-g2', 'namespace': 'user02'}]]
+    assert by_kind['ClusterRoleBinding'][0]['subjects'] == [
+        {'kind': 'ServiceAccount', 'name': 'user01', 'namespace': 'user01'},
+        {'kind': 'ServiceAccount', 'name': 'user02-g2', 'namespace': 'user02'}]
+    assert [ns['metadata']['annotations'][seat_model.GENERATION_ANNOTATION] for ns in by_kind['Namespace']] == ['0', '2']

@@ -180,6 +180,24 @@ def test_rotated_secret_gets_a_new_token_and_file(tmp_path):
     assert 'recreated' in again['seats'][1]['reason']
 
 
+def test_a_rotated_generation_gets_a_token_of_its_own_account(tmp_path):
+    """After a rotation the namespace names generation 2: the token is for ServiceAccount user02-g2, not user02."""
+    seats = ['user01', 'user02']
+    api = FakeApi(seats)
+    first = manage(api, tmp_path, seats)
+    api.objects['/api/v1/namespaces/user02'] = {
+        'metadata': {'name': 'user02', 'annotations': {'dralab.workshop/credential-generation': '2'}}}
+    api.objects['/api/v1/namespaces/user02/serviceaccounts/user02-g2'] = {
+        'metadata': {'name': 'user02-g2', 'uid': 'sa-user02-g2'}}
+    again = manage(api, tmp_path, seats, now=NOW + 60)
+    assert again['issued'] == ['user02'] and again['tokens']['user01'] == first['tokens']['user01']
+    assert api.requests[-1][1] == '/api/v1/namespaces/user02/serviceaccounts/user02-g2/token'
+    claims = st.decode_jwt_payload(again['tokens']['user02'])
+    assert claims['kubernetes.io']['serviceaccount'] == {'name': 'user02-g2', 'uid': 'sa-user02-g2'}
+    assert again['seats'][1]['reason'] == 'the stored token is for ServiceAccount user02'
+    assert manage(api, tmp_path, seats, now=NOW + 120)['changed'] is False
+
+
 def test_changed_server_rewrites_files_without_new_tokens(tmp_path):
     api = FakeApi(['user01'])
     manage(api, tmp_path, ['user01'])
