@@ -25,8 +25,8 @@ description:
   - With O(rotate_credentials), every ServiceAccount and Secret of the namespace goes too, so every token of the
     seat, including ones it minted itself for any account, stops working. Before anything is deleted, the
     Namespace's credential generation (annotation C(dralab.workshop/credential-generation)) goes up by one and the
-    RoleBinding C(dralab-seat-edit) is pointed at that generation's account: kube-apiserver keeps accepting a token
-    it accepted in the last 10 seconds after its Secret is gone, and such a token then finds no binding, so it can
+    RoleBinding C(dralab-seat-edit) is pointed at that generation's account. kube-apiserver keeps accepting a token
+    it accepted in the last 10 seconds after its Secret is gone; such a token then finds no binding, so it can
     neither write into the namespace being cleared nor outlive the reset. Re-apply the seat objects and issue new
     tokens afterwards (the lab_reset role does).
   - With O(wait), waits until the deleted objects are gone (claims free their devices when no pod uses them).

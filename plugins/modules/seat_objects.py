@@ -20,7 +20,7 @@ description:
     namespaced ones. It also removes the DRA admin access label from seat Namespaces. It reports a change only when
     the API server stored one.
   - Per seat C(NAME) (see O(seats)), a Namespace C(NAME), a ServiceAccount C(NAME) (C(NAME-gN) once its credentials
-    were rotated N times: the Namespace's annotation C(dralab.workshop/credential-generation), which
+    were rotated N times, after the Namespace's annotation C(dralab.workshop/credential-generation), which
     M(dralab.workshop.seat_cleanup) raises), a RoleBinding C(dralab-seat-edit)
     of that account to the ClusterRole O(edit_cluster_role), a ResourceQuota C(dralab-seat-quota), a LimitRange
     C(dralab-seat-limits) with container defaults, and an empty Opaque Secret C(dralab-seat-token) that the seat's

@@ -248,6 +248,7 @@ def lab_changes(before: dict, after: dict) -> list[str]:
         return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and SEAT_LABEL in labels
 
     seats = {name for name, labels in after["namespaces"].items() if seat(labels)}
+
     def rotated_away(ns, resource, name):
         """A seat's baseline object of its previous credential generation (a rotating reset replaced it)."""
         old = before["generations"].get(ns, 0)
