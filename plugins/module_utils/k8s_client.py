@@ -68,15 +68,21 @@ def run_with_client(argument_spec, run):
     """The main() of a module of this collection: parse the options, connect, call run(module, client)."""
     from ansible.module_utils.basic import AnsibleModule  # only modules need Ansible
 
-    # A module is a short-lived process that builds large trees of API objects without cycles (10,000 pods and
-    # claims): the cyclic collector would walk them all again at every threshold, a third of dra_health's time.
+    # A module builds large trees of API objects without cycles (10,000 pods and claims): the cyclic collector
+    # would walk them all again at every threshold, a third of dra_health's time. Mitogen runs modules in an
+    # interpreter that lives on, which gets its collector back when the module exits (SystemExit included).
+    collecting = gc.isenabled()
     gc.disable()
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
-        client = KubeClient.from_params(module.params)
-    except K8sError as exc:
-        module.fail_json(msg=str(exc))
-    run(module, client)
+        module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+        try:
+            client = KubeClient.from_params(module.params)
+        except K8sError as exc:
+            module.fail_json(msg=str(exc))
+        run(module, client)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 # Seconds to connect to the API server and to wait for one answer: an unreachable server fails a task in

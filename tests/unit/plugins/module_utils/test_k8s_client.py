@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -14,6 +15,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import 
     K8sError,
     kubeconfig_namespace,
     kubeconfig_path,
+    run_with_client,
 )
 
 
@@ -52,3 +54,36 @@ def test_kubeconfig_namespace_of_the_current_or_a_named_context(tmp_path):
     assert kubeconfig_namespace(str(tmp_path / 'broken.conf')) is None
     with pytest.raises(K8sError, match='Cannot read the kubeconfig'):
         kubeconfig_namespace(str(tmp_path / 'absent.conf'))
+
+
+class ExitingModule:
+    """AnsibleModule's exits: exit_json and fail_json end the module with SystemExit."""
+
+    def __init__(self, argument_spec, supports_check_mode):
+        self.params = {'kubeconfig': self.kubeconfig}
+
+    def exit_json(self, **result):
+        raise SystemExit(0)
+
+    def fail_json(self, msg, **result):
+        raise SystemExit(msg)
+
+
+@pytest.mark.parametrize('reachable', [True, False], ids=['module exits', 'kubeconfig missing'])
+def test_run_with_client_gives_a_lasting_interpreter_its_collector_back(monkeypatch, tmp_path, reachable):
+    """Mitogen runs modules in an interpreter that lives on: the collector a module turned off comes back."""
+    import ansible.module_utils.basic  # pylint: disable=import-outside-toplevel
+
+    ExitingModule.kubeconfig = str(write_kubeconfig(tmp_path / 'admin.conf') if reachable else tmp_path / 'absent')
+    monkeypatch.setattr(ansible.module_utils.basic, 'AnsibleModule', ExitingModule)
+    seen = []
+
+    def run(module, client):
+        seen.append(gc.isenabled())
+        module.exit_json(changed=False)
+
+    assert gc.isenabled()
+    with pytest.raises(SystemExit):
+        run_with_client({}, run)
+    assert seen == ([False] if reachable else [])
+    assert gc.isenabled()

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The linear_fast strategy: which plays go through Mitogen, and that Mitogen places no process on a CPU."""
+"""The linear_fast strategy: linear through Mitogen, which places no process on a CPU; plain linear without it."""
 
 from __future__ import annotations
 
@@ -16,41 +16,6 @@ from ansible.plugins.strategy.linear import StrategyModule as Linear
 from ansible_collections.dralab.workshop.plugins.strategy import linear_fast
 
 from module_runner import REPO
-
-
-class Host:
-    def __init__(self, name, connection=None):
-        self.name = name
-        self.vars = {'ansible_connection': connection} if connection else {}
-
-
-class Play:
-    def __init__(self, connection=None):
-        self.connection = connection
-
-
-class Variables:
-    """The variable manager: ansible_connection from group vars (None when set nowhere)."""
-
-    def __init__(self, group_connection=None):
-        self.group_connection = group_connection
-
-    def get_vars(self, play=None, host=None):
-        return {'ansible_connection': self.group_connection} if self.group_connection else {}
-
-
-def test_the_controllers_plays_run_as_plain_linear():
-    assert not linear_fast.reaches_remote_hosts(Play('local'), [Host('cp1', 'ssh')], Variables())
-    assert not linear_fast.reaches_remote_hosts(Play(), [Host('localhost', 'local')], Variables())
-    assert not linear_fast.reaches_remote_hosts(Play(), [Host('localhost')], Variables('ansible.builtin.local'))
-    assert not linear_fast.reaches_remote_hosts(Play(), [], Variables())
-
-
-def test_a_play_with_a_node_goes_through_mitogen():
-    assert linear_fast.reaches_remote_hosts(Play(), [Host('localhost', 'local'), Host('cp1', 'ssh')], Variables())
-    # No connection set anywhere: Ansible's default, ssh.
-    assert linear_fast.reaches_remote_hosts(Play(), [Host('cp1')], Variables())
-    assert linear_fast.reaches_remote_hosts(Play(), [Host('cp1')], Variables('ssh'))
 
 
 def test_mitogen_is_mixed_into_linear():
