@@ -17,7 +17,8 @@ nodes) serves every benchmark, in this order:
   health   10,000 ResourceClaims and pods (824 allocated and running, the rest pending) on the 103
            nodes: health.yml and the module alone (ansible -m dralab.workshop.dra_health); baseline:
            a raw listing of the same kinds (benchmarks/list_raw.py), time and peak RSS.
-  site     site.yml rerun on the podman lab: only with BENCH_SITE=1 and a lab that answers.
+  site     site.yml rerun and rerun --check on the podman lab, only with BENCH_SITE=1 and the lab's nodes
+           running; baseline: the rerun under stock Ansible (ansible.builtin.linear).
 
 The table of figures and ratios comes last and goes to BENCH_OUT (default
 $DRALAB_CACHE/bench/bench-<time>.txt). Figures are printed, never asserted.
@@ -352,18 +353,26 @@ def bench_site(table: Table, work: Path) -> None:
     if os.environ.get("BENCH_SITE") != "1":
         table.add("site.yml rerun", "skipped, lab up but BENCH_SITE=1 not set (it belongs to whoever made it)")
         return
-    for args, what in (((), "site.yml rerun"), (("--check",), "site.yml rerun --check")):
-        name = "site-check" if args else "site"
+
+    def site(name: str, *args: str, strategy: str = "") -> tuple[Run, int]:
         tasks = work / f"{name}-tasks.jsonl"
         env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
                    ANSIBLE_CALLBACK_PLUGINS=str(BENCH_DIR / "callback_plugins"),
                    ANSIBLE_CALLBACKS_ENABLED="bench_tasks", DRALAB_BENCH_TASKS=str(tasks))
+        if strategy:
+            env["ANSIBLE_STRATEGY"] = strategy
         run = Run([ANSIBLE_BIN / "ansible-playbook", "-i", "inventories/local/hosts.yml", "playbooks/site.yml", *args],
                   env, work / f"{name}.log")
-        log(f"site.yml {' '.join(args)}: rc {run.rc}, {run.seconds:.1f}s (per task: {tasks})")
-        changed = parse_recap(run.output)
-        total = sum(host["changed"] for host in changed.values())
-        table.add(what, f"{run.seconds:.1f} s (rc {run.rc}), changed={total}", "", "",
+        log(f"site.yml {' '.join(args)} {strategy}: rc {run.rc}, {run.seconds:.1f}s (per task: {tasks})")
+        return run, sum(host["changed"] for host in parse_recap(run.output).values())
+
+    # The baseline: the same rerun under stock Ansible (ansible.builtin.linear).
+    stock, stock_changed = site("site-stock", strategy=STOCK_STRATEGY)
+    baseline = f"stock Ansible {stock.seconds:.1f} s (rc {stock.rc}, changed={stock_changed})"
+    for args, what in (((), "site.yml rerun"), (("--check",), "site.yml rerun --check")):
+        run, total = site("site-check" if args else "site", *args)
+        table.add(what, f"{run.seconds:.1f} s (rc {run.rc}), changed={total}", "" if args else baseline,
+                  "" if args else f"{stock.seconds / run.seconds:.2f}x",
                   "<= 60 s, changed=0: " + verdict(run.rc == 0 and total == 0 and run.seconds <= 60))
 
 
