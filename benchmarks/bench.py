@@ -109,17 +109,23 @@ class Run:
                                 f"{self.rss_mib:.0f} MiB\n{self.output}")
 
 
+def timed_env(env: dict, tasks: Path, strategy: str = "") -> dict:
+    """env for an ansible-playbook run whose task times bench_tasks writes to tasks; strategy: another than
+    ansible.cfg's (ANSIBLE_STRATEGY)."""
+    env = dict(env, ANSIBLE_CALLBACK_PLUGINS=str(BENCH_DIR / "callback_plugins"),
+               ANSIBLE_CALLBACKS_ENABLED="bench_tasks", DRALAB_BENCH_TASKS=str(tasks))
+    if strategy:
+        env["ANSIBLE_STRATEGY"] = strategy
+    return env
+
+
 class BenchLab(Lab):
     """The integration tier's Lab (inventory, environment) plus timing per task through bench_tasks."""
 
     def play(self, playbook: str, *args: str, extra_vars: dict | None = None, strategy: str = "") -> dict:
-        """One ansible-playbook run; strategy: another than ansible.cfg's (ANSIBLE_STRATEGY)."""
+        """One timed ansible-playbook run (timed_env)."""
         tasks = self.dir / f"tasks-{len(self.runs):03d}.jsonl"
-        env = self.env()
-        if strategy:
-            env["ANSIBLE_STRATEGY"] = strategy
-        env.update(ANSIBLE_CALLBACK_PLUGINS=str(BENCH_DIR / "callback_plugins"),
-                   ANSIBLE_CALLBACKS_ENABLED="bench_tasks", DRALAB_BENCH_TASKS=str(tasks))
+        env = timed_env(self.env(), tasks, strategy)
         cmd = [ANSIBLE_BIN / "ansible-playbook", "-i", self.inventory, playbook, *args]
         if extra_vars:
             vars_file = self.dir / f"extra-vars-{len(self.runs):03d}.json"
@@ -356,11 +362,7 @@ def bench_site(table: Table, work: Path) -> None:
 
     def site(name: str, *args: str, strategy: str = "") -> tuple[Run, int]:
         tasks = work / f"{name}-tasks.jsonl"
-        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-                   ANSIBLE_CALLBACK_PLUGINS=str(BENCH_DIR / "callback_plugins"),
-                   ANSIBLE_CALLBACKS_ENABLED="bench_tasks", DRALAB_BENCH_TASKS=str(tasks))
-        if strategy:
-            env["ANSIBLE_STRATEGY"] = strategy
+        env = timed_env(dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg")), tasks, strategy)
         run = Run([ANSIBLE_BIN / "ansible-playbook", "-i", "inventories/local/hosts.yml", "playbooks/site.yml", *args],
                   env, work / f"{name}.log")
         log(f"site.yml {' '.join(args)} {strategy}: rc {run.rc}, {run.seconds:.1f}s (per task: {tasks})")
