@@ -15,8 +15,8 @@ description:
     controller's own (C(localhost)) included.
   - On the nodes that halves the time of a converged C(site.yml) run. On the controller, where the collection's
     Kubernetes API modules run, a module no longer pays a new interpreter and the import of the Kubernetes client
-    (0.4 to 0.5 s each), so C(users.yml) and C(reset.yml) of 72 seats take 1 to 2 s less, while a playbook of two
-    module runs such as C(health.yml) pays about 0.3 s more to start the multiplexer.
+    (0.4 to 0.5 s each), so a playbook of many module runs such as C(reset.yml) gets faster, while a playbook of
+    two module runs such as C(health.yml) pays about 0.3 s more to start the multiplexer.
   - Mitogen pins Ansible's processes to single CPUs and every command they start inherits the pin (a node that a
     task starts, a podman container say, would see one CPU); this strategy leaves CPU placement to the kernel.
   - Without C(mitogen) every play runs as plain C(ansible.builtin.linear). The collection's C(ansible.cfg) selects
