@@ -120,8 +120,10 @@ class Lab:
         inventory = {"all": {
             "hosts": {"localhost": {
                 "ansible_connection": "local",
-                # The modules need the kubernetes client of this venv.
-                "ansible_python_interpreter": sys.executable,
+                # As for Ansible's implicit localhost: the Python that runs ansible-playbook (this venv's, with
+                # the kubernetes client). The preflight plays use that one too, so with Mitogen every play on the
+                # controller shares one interpreter (a second path, even to the same Python, starts a second one).
+                "ansible_python_interpreter": "{{ ansible_playbook_python }}",
             }},
             "vars": {
                 "dralab_kubeconfig": str(self.kubeconfig),
