@@ -17,7 +17,7 @@ description:
     Kubernetes API modules run, a module no longer pays a new interpreter and the import of the Kubernetes client
     (0.4 to 0.5 s each), so a playbook of many module runs such as C(reset.yml) gets faster, while a playbook of
     two module runs such as C(health.yml) pays about 0.3 s more to start the multiplexer.
-  - The controller's plays share one interpreter only when C(localhost) has one Python path in every play: leave
+  - The controller's plays share one interpreter only when C(localhost) has one Python path in every play. Leave
     C(localhost) implicit (it runs the Python of C(ansible-playbook)) or set its C(ansible_python_interpreter) to
     C(ansible_playbook_python), the preflight plays' own. Another path, even to the same Python, starts a second
     interpreter, which pays the start and the imports again (about 0.6 s per run).
