@@ -13,7 +13,8 @@ devices, and takes the seat of a namespace from the Namespace's labels
 
 Times are absolute (RFC 3339): the same lab state gives the same board
 whatever the clock says, apart from `generated` and sentences that name an
-age; the page (board_page) shows ages and lease left against its clock.
+age (same_state looks past both); the page (board_page) shows ages and lease
+left against its clock.
 
 build() gives the instructor's board, with the names of people when a seat ->
 person mapping is given; public() the projector's: the same without them. No
@@ -216,8 +217,18 @@ def public(board):
     return shown
 
 
+# The sentences of a board, by list: the waiting claims' and the problems'.
+SENTENCES = (('pending', 'sentence'), ('problems', 'reason'))
+
+
 def same_state(first, second):
-    """Whether two boards show the same lab (their `generated` times aside)."""
+    """Whether two boards show the same lab: their `generated` times aside, and the ages their sentences name
+    (a claim created 2h40m ago at one look was created 2h45m ago five minutes later: the same lab)."""
     def strip(board):
-        return dict((k, v) for k, v in (board or {}).items() if k != 'generated')
+        board = dict((k, v) for k, v in (board or {}).items() if k != 'generated')
+        for key, field in SENTENCES:
+            if isinstance(board.get(key), list):
+                board[key] = [dict(row, **{field: dra_model.AGE_PATTERN.sub('<age>', row.get(field) or '')})
+                              for row in board[key]]
+        return board
     return strip(first) == strip(second)

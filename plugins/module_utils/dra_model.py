@@ -128,6 +128,10 @@ def format_age(seconds):
     return '%dd%dh' % (days, hours % 24) if days < 7 and hours % 24 else '%dd' % days
 
 
+# An age as format_age writes it, within a sentence.
+AGE_PATTERN = re.compile(r'\b\d+(?:[dh]\d+[hm]|[smhd])\b')
+
+
 def _meta(obj):
     return obj.get('metadata') or {}
 

@@ -11,11 +11,13 @@ bugs that leave claims reserved for terminated pods): reproduced by deleting the
 kube-controller-manager is stopped (seat user06): dra_health reports claim_reserved_for_missing_pod.
 An allocated claim that nobody reserves (the shape of the 12-day-old claim, seat user07) is written
 the way the scheduler writes an allocation, and dra_health reports claim_allocated_unused once it is
-older than stale_claim_age.
+older than stale_claim_age. health.yml run again seconds later reports changed=0: the sentences name
+older ages, the lab is the same, and its board snapshot is kept.
 """
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -114,6 +116,11 @@ def stale(control_plane, workshop):
         seen["report"] = workshop.health(stale_claim_age="1s")
         seen["report_1h"] = workshop.health()
         seen["health_run"] = workshop.run("playbooks/health.yml", extra_vars={"lab_health_stale_claim_age": "1s"})
+        # The same lab twice, seconds apart: only the ages the sentences name move on.
+        quiet = {"lab_health_stale_claim_age": "1s", "lab_health_fail_on_unhealthy": False}
+        seen["health_first"] = workshop.run("playbooks/health.yml", extra_vars=quiet)
+        time.sleep(2)
+        seen["health_again"] = workshop.run("playbooks/health.yml", extra_vars=quiet)
     finally:
         cluster.start_process(KCM)
     yield seen
@@ -174,6 +181,15 @@ def test_health_reports_both_held_gpus(control_plane, stale):
     assert "ERROR ResourceClaim user06/train-gpu: claim user06/train-gpu is reserved for pod user06/train" in run.flat
     assert "ERROR ResourceClaim user07/old-gpu: claim user07/old-gpu was created" in run.flat
     assert "The DRA lab is unhealthy: 2 error(s)" in run.flat
+
+
+def test_health_yml_again_changes_nothing_when_only_ages_moved_on(stale):
+    """The snapshot is the lab's record: written again when the lab changed, not because an age in a sentence did."""
+    first, again = stale["health_first"], stale["health_again"]
+    ages = [re.search(r"user07/old-gpu was created (\S+) ago", run.flat) for run in (first, again)]
+    assert all(ages) and ages[0].group(1) != ages[1].group(1), (first.describe(), again.describe())
+    assert first.rc == 0 and again.rc == 0, again.describe()
+    assert again.changed == 0, f"{again.changed_tasks()}\n{again.describe()}"
 
 
 @pytest.fixture

@@ -189,6 +189,19 @@ def test_the_same_lab_gives_the_same_board_at_another_time(healthy):
     assert not board_model.same_state(first, build(fewer))
 
 
+def test_an_age_that_moved_on_is_the_same_lab(broken):
+    """health.yml writes the snapshot again only when the lab changed: five minutes later the stale claim's
+    sentence names another age, and nothing else differs."""
+    first = build(broken, now='2026-10-28T12:35:00Z')
+    later = build(broken, now='2026-10-28T12:40:00Z')
+    reasons = [(p['reason'], q['reason']) for p, q in zip(first['problems'], later['problems']) if p != q]
+    assert reasons and all('2h40m ago' in old and '2h45m ago' in new for old, new in reasons)
+    assert board_model.same_state(first, later)
+    moved = copy.deepcopy(later)
+    moved['problems'][0]['reason'] = moved['problems'][0]['reason'].replace('node2', 'node3')
+    assert not board_model.same_state(first, moved)
+
+
 def test_an_empty_lab(healthy):
     board = board_model.build(now=NOW)
     assert board['nodes'] == [] and board['pending'] == [] and board['seats'] == []
