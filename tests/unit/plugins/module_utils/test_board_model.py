@@ -199,7 +199,7 @@ def test_an_age_that_moved_on_is_the_same_lab(broken):
     assert board_model.same_state(first, later)
     moved = copy.deepcopy(later)
     moved['problems'][0]['reason'] = moved['problems'][0]['reason'].replace('node2', 'node3')
-    assert not board_model.same_state(first, moved)
+    assert moved != later and not board_model.same_state(first, moved)
 
 
 def test_an_empty_lab(healthy):
