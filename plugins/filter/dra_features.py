@@ -11,7 +11,7 @@ version_added: 0.1.0
 author: dralab.workshop maintainers (@dralab)
 description:
   - Takes C(dralab_dra_features), a list of feature names such as V(consumable_capacity) or V(device_taints), and
-    returns one part of what those features need, from the one table of plugins/module_utils/dra_features.py
+    returns one part of what those features need, from the one table of plugins/module_utils/dra/features.py
     (the README's DRA feature table is generated from it).
   - Fails on an unknown or repeated feature name (the preflight reports those first).
 options:
@@ -63,7 +63,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import part
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import part
 
 
 def dra_features(features, what, menu=None, release_name=None):

@@ -130,7 +130,7 @@ foreign:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dralab.workshop.plugins.module_utils import device_class_menu
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import menu as device_class_menu
 
 
 def argspec():

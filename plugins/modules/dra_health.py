@@ -505,8 +505,12 @@ import datetime
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_file, dra_cel, dra_collect, dra_explain, dra_model
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
+from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 MAX_REASONS_IN_MESSAGE = 10

@@ -64,7 +64,7 @@ groups:
   sample: [kubeadm:cluster-admins, system:authenticated]
 """
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import (
     K8sError,
     api_identity,
     auth_argspec,

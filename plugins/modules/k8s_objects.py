@@ -79,8 +79,9 @@ requests:
   type: int
 """
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply, seat_model
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 
 
 def argspec():

@@ -20,7 +20,7 @@ description:
     inventory hosts, the durations parse and are long enough, and the mirrors are well formed.
   - The bounds and defaults of every setting are defined once, in plugins/module_utils/lab_settings.py, and listed in
     the settings table of the collection's README.md; this documentation does not repeat them.
-  - Compiles every CEL selector of the DeviceClass menu in the DRA CEL environment (plugins/module_utils/dra_cel.py,
+  - Compiles every CEL selector of the DeviceClass menu in the DRA CEL environment (plugins/module_utils/dra/cel.py,
     the same code the pending-claim explainer uses), so a selector with a syntax error, an unknown variable or an
     unknown function stops the run before the cluster is built.
   - Fails on more than one control_plane host (the lab builds no HA control plane), pod and Service networks that
@@ -194,11 +194,11 @@ api:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import feature_gates, feature_problems
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import feature_gates, feature_problems
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import admin_kubeconfig
 
-from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import (
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import (
     effective_settings,
     parse_feature_gates,
     resolve_hosts,
@@ -252,7 +252,7 @@ def cel_checker(config):
 def api_identity(resolved):
     """Who the lab's admin kubeconfig is to its API server; K8sError when the API does not answer or refuses it."""
     # Only this check needs the Kubernetes client: the settings check stays free of it.
-    from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client
+    from ansible_collections.dralab.workshop.plugins.module_utils.k8s import client as k8s_client
 
     kubeconfig = resolved.get('dralab_kubeconfig') or admin_kubeconfig()
     return k8s_client.api_identity(k8s_client.KubeClient.from_params({'kubeconfig': kubeconfig}))
@@ -276,7 +276,7 @@ def main():
         )
     result = dict(changed=False, errors=[], lab_warnings=warnings, settings=resolved, **effective_settings(config))
     if module.params['check_api']:
-        from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+        from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
 
         try:
             result['api'] = api_identity(resolved)

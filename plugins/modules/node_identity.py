@@ -123,8 +123,9 @@ kubeconfig_written:
   type: bool
 """
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client, node_identity
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import client as k8s_client
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import identity as node_identity
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 
 
 def argspec():

@@ -176,8 +176,8 @@ remaining_message:
 """
 
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_cleanup
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import cleanup as seat_cleanup
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 
 
 def argspec():

@@ -66,7 +66,7 @@ usage:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_quota
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import quota as seat_quota
 
 
 def argspec():

@@ -260,8 +260,10 @@ stale_namespaces:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply, seat_model, seat_policies
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, KubeClient, auth_argspec
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import policies as seat_policies
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, KubeClient, auth_argspec
 
 DEVICE_CLASSES_PATH = '/apis/resource.k8s.io/v1/deviceclasses'
 

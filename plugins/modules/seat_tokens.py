@@ -169,9 +169,10 @@ ca_data:
   type: str
 """
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client, seat_tokens
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, auth_argspec, run_with_client
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import TOKEN_SECRET_NAME
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import client as k8s_client
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import tokens as seat_tokens
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import TOKEN_SECRET_NAME
 
 
 def argspec():

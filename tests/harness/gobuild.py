@@ -173,7 +173,7 @@ def _pcie_root_edit(file: str, model: str, indent: str) -> SourceEdit:
 # holds them) are cached under the version plus a hash of its edits (build_version), so changing an edit
 # rebuilds them; an anchor that is missing or occurs twice fails the build (the upstream source changed).
 SOURCE_EDITS = {
-    # gpu_nic_numa (plugins/module_utils/dra_features.py): a GPU and a NIC on one PCIe root, through
+    # gpu_nic_numa (plugins/module_utils/dra/features.py): a GPU and a NIC on one PCIe root, through
     # `constraints: [{matchAttribute: resource.kubernetes.io/pcieRoot}]`. v0.4.0's gpu and net profiles publish
     # attributes of their own domains only (gpu.example.com/..., net.example.com/...), so no claim can match the
     # two. Both profiles also publish the standard attribute resource.kubernetes.io/pcieRoot: "pci0000:00" for

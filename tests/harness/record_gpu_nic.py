@@ -24,7 +24,8 @@ REPO = HARNESS.parents[1]
 sys.path.insert(0, str(HARNESS))
 sys.path.insert(0, str(REPO / "collections"))
 import cluster as harness  # noqa: E402
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect, dra_features  # noqa: E402
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect  # noqa: E402
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import features as dra_features
 
 FEATURES = ["gpu_nic_numa"]
 SEAT = "user01"

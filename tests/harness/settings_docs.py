@@ -1,5 +1,5 @@
 """Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py, and the DRA
-feature table of README.md from dra_features.py.
+feature table of README.md from dra/features.py.
 
     python tests/harness/settings_docs.py      (or: make settings-docs)
 
@@ -15,7 +15,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "docs/conventions.md")
 BEGIN = "<!-- dralab-settings: generated from plugins/module_utils/lab_settings.py"
 END = "<!-- dralab-settings: end -->"
-FEATURES_BEGIN = "<!-- dralab-features: generated from plugins/module_utils/dra_features.py"
+FEATURES_BEGIN = "<!-- dralab-features: generated from plugins/module_utils/dra/features.py"
 FEATURES_END = "<!-- dralab-features: end -->"
 
 
@@ -27,7 +27,7 @@ def replace_between(text: str, begin: str, end: str, table: str) -> str:
 def main() -> None:
     # collections/ links to this checkout; ansible_collections is a namespace package (beside the ansible package's).
     sys.path.insert(0, str(REPO / "collections"))
-    from ansible_collections.dralab.workshop.plugins.module_utils import dra_features
+    from ansible_collections.dralab.workshop.plugins.module_utils.dra import features as dra_features
     from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import markdown_table
 
     for name in DOCUMENTS:

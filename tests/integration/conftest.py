@@ -14,7 +14,7 @@ Environment:
 One cluster per set of DRA features: the session's `dra_features` fixture
 (none here) says which entries of dralab_dra_features the cluster runs with;
 their gates, API versions and driver values come from
-plugins/module_utils/dra_features.py, as the roles get them. A folder whose
+plugins/module_utils/dra/features.py, as the roles get them. A folder whose
 tests need other features overrides `dra_features` in its conftest.py and runs
 as a session of its own (tests/integration/features/: `make test-integration`
 runs it after this folder); collecting it together with the rest is refused,
@@ -99,7 +99,7 @@ def dra_features() -> list[str]:
 def feature_cluster_options(features: list[str]) -> dict:
     """Cluster() options for DRA features: gates, --runtime-config, driver values and the chart's extra releases
     (a plugin per node each), from the collection's table."""
-    from ansible_collections.dralab.workshop.plugins.module_utils import dra_features as table
+    from ansible_collections.dralab.workshop.plugins.module_utils.dra import features as table
     gates = ",".join(filter(None, [*table.feature_gates(features), os.environ.get("DRALAB_FEATURE_GATES", "")]))
     return {"feature_gates": gates, "runtime_config": table.api_versions(features),
             "driver_values": table.helm_values(features), "driver_releases": table.driver_releases(features)}

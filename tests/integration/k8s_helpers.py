@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     account_name,
     baseline_names,
     credential_generation,

@@ -16,7 +16,7 @@ import random
 import pytest
 from kubernetes.client.rest import ApiException
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_explain  # this checkout's (conftest.py)
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain  # this checkout's (conftest.py)
 from k8s_helpers import (DRIVER, allocated, core_api, delete_namespace, pod_body, pod_scheduled_condition,
                          resource_api, wait_default_service_account, wait_for)
 

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_tokens import kubeconfig_token
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.tokens import kubeconfig_token
 from k8s_helpers import (DRIVER, IMAGE, MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL, api_from_kubeconfig, claim_body,
                          clear_namespaces, core_api, expect_api_error, expect_no_access, namespaced_kinds, pod_body,
                          raw_get, resource_api, seat_account, template_body, wait_for, wait_pod_running)

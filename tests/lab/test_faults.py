@@ -31,8 +31,9 @@ sys.path.insert(0, str(REPO / "tests" / "unit"))
 from render import use_this_checkout  # noqa: E402  (tests/unit/render.py)
 
 use_this_checkout()
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect, dra_model  # noqa: E402
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import KubeClient  # noqa: E402
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect  # noqa: E402
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import KubeClient  # noqa: E402
 
 NS = "dralab-faults"
 NODE = "worker1"

@@ -9,8 +9,8 @@ import copy
 import json
 import threading
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import list_pages
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import list_pages
 
 
 class Store:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, list_pages
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / 'fixtures' / 'dra'
 

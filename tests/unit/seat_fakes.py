@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import json
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
 
 NOW = 1_800_000_000
 HOUR = 3600

@@ -14,38 +14,57 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 MODULE_UTILS = REPO / 'plugins' / 'module_utils'
 OURS = 'ansible_collections.dralab.workshop.plugins.'
 LAYERS = ('values', 'settings', 'model', 'client')
+TABLE_START, TABLE_END = '<!-- layers: module | layer -->', '<!-- layers: end -->'
 
 
 def documented_layers(text=None):
-    """module name -> layer index, from the table between the layers markers of docs/architecture.md."""
+    """module (path below module_utils without .py, e.g. dra/model) -> layer index, from every layer table of
+    docs/architecture.md (one per package, each between the layers markers)."""
     text = text if text is not None else (REPO / 'docs' / 'architecture.md').read_text()
-    table = text[text.index('<!-- layers: module | layer -->'):text.index('<!-- layers: end -->')]
     layers = {}
-    for line in table.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip('|').split('|')]
-        if len(cells) >= 2 and cells[0].endswith('.py'):
-            assert cells[1] in LAYERS, line
-            layers[cells[0][:-3]] = LAYERS.index(cells[1])
+    for chunk in text.split(TABLE_START)[1:]:
+        assert TABLE_END in chunk, 'a layer table without its end marker'
+        for line in chunk[:chunk.index(TABLE_END)].splitlines():
+            cells = [cell.strip().strip('`') for cell in line.strip().strip('|').split('|')]
+            if len(cells) >= 2 and cells[0].endswith('.py'):
+                assert cells[1] in LAYERS, line
+                assert cells[0][:-3] not in layers, 'listed twice: ' + cells[0]
+                layers[cells[0][:-3]] = LAYERS.index(cells[1])
     return layers
 
 
+def _module_utils_target(dotted, name=None):
+    """The module_utils module an import names: 'module_utils.dra.model' for from ...module_utils.dra import model."""
+    parts = dotted.split('.')
+    if name is not None and (MODULE_UTILS.joinpath(*parts[1:] + [name + '.py'])).is_file():
+        parts.append(name)
+    return '.'.join(parts)
+
+
 def imports_of(path):
-    """(name, line) of every import of ours in a file (top level or inside functions)."""
+    """(name, line) of every import of ours in a file (top level or inside functions); a module_utils module is
+    named module_utils.<package>.<module> or module_utils.<module>."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == OURS + 'module_utils':
-                found.extend(('module_utils.' + alias.name, node.lineno) for alias in node.names)
-            elif node.module.startswith(OURS):
-                found.append((node.module[len(OURS):], node.lineno))
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(OURS):
+            dotted = node.module[len(OURS):]
+            if dotted.startswith('module_utils'):
+                found.extend((_module_utils_target(dotted, alias.name), node.lineno) for alias in node.names)
+            else:
+                found.append((dotted, node.lineno))
         elif isinstance(node, ast.Import):
             found.extend((alias.name[len(OURS):], node.lineno) for alias in node.names if alias.name.startswith(OURS))
     return found
 
 
+def _key(target):
+    """module_utils.dra.model -> dra/model."""
+    return '/'.join(target.split('.')[1:])
+
+
 def graph():
-    return dict((path.stem, imports_of(path)) for path in sorted(MODULE_UTILS.glob('*.py'))
-                if path.stem != '__init__')
+    return dict((path.relative_to(MODULE_UTILS).with_suffix('').as_posix(), imports_of(path))
+                for path in sorted(MODULE_UTILS.rglob('*.py')) if path.stem != '__init__')
 
 
 def problems(layers, imports):
@@ -53,22 +72,22 @@ def problems(layers, imports):
     found = []
     for module, targets in sorted(imports.items()):
         if module not in layers:
-            found.append('plugins/module_utils/%s.py is not in the layer table of docs/architecture.md' % module)
+            found.append('plugins/module_utils/%s.py is not in a layer table of docs/architecture.md' % module)
             continue
         for target, line in targets:
             if not target.startswith('module_utils.'):
                 found.append('%s.py:%d imports %s: module_utils never imports modules or filters'
                              % (module, line, target))
                 continue
-            name = target.split('.')[1]
+            name = _key(target)
             if name not in layers:
-                found.append('%s.py:%d imports %s, which is not in the layer table' % (module, line, name))
+                found.append('%s.py:%d imports %s, which is not in a layer table' % (module, line, name))
             elif layers[module] == 0:
                 found.append('%s.py:%d imports %s: a values module imports nothing of ours' % (module, line, name))
             elif layers[name] > layers[module]:
                 found.append('%s.py:%d imports %s: layer %s may not import layer %s'
                              % (module, line, name, LAYERS[layers[module]], LAYERS[layers[name]]))
-    edges = dict((module, sorted(set(t.split('.')[1] for t, dummy in targets if t.startswith('module_utils.'))))
+    edges = dict((module, sorted(set(_key(t) for t, dummy in targets if t.startswith('module_utils.'))))
                  for module, targets in imports.items())
     state = {}
 
@@ -93,26 +112,45 @@ def test_module_utils_follow_the_documented_layers():
     assert problems(documented_layers(), imports) == []
 
 
+def test_every_documented_module_exists():
+    missing = sorted(name for name in documented_layers() if not (MODULE_UTILS / (name + '.py')).is_file())
+    assert missing == []
+
+
+def test_packages_hold_no_code_of_their_own():
+    """A package's __init__.py stays empty: no re-exports, so every name has one import path."""
+    inits = sorted(MODULE_UTILS.rglob('__init__.py'))
+    assert inits and [str(path.relative_to(REPO)) for path in inits if path.read_text().strip()] == []
+
+
 @pytest.mark.parametrize('imports, expected', [
     ({'values': [('module_utils.lab_settings', 3)], 'lab_settings': [('module_utils.values', 1)]},
      ['values.py:3 imports lab_settings: a values module imports nothing of ours',
       'import loop: lab_settings -> values -> lab_settings']),
-    ({'k8s_client': [], 'seat_model': [('module_utils.k8s_client', 7)]},
-     ['seat_model.py:7 imports k8s_client: layer model may not import layer client']),
-    ({'seat_model': [('modules.seat_objects', 9)]},
-     ['seat_model.py:9 imports modules.seat_objects: module_utils never imports modules or filters']),
-    ({'newcomer': []}, ['plugins/module_utils/newcomer.py is not in the layer table of docs/architecture.md']),
-    ({'seat_model': [('module_utils.device_class_menu', 1)], 'device_class_menu': [('module_utils.seat_model', 2)]},
-     ['import loop: device_class_menu -> seat_model -> device_class_menu']),
+    ({'k8s/client': [], 'seat/model': [('module_utils.k8s.client', 7)]},
+     ['seat/model.py:7 imports k8s/client: layer model may not import layer client']),
+    ({'seat/model': [('modules.seat_objects', 9)]},
+     ['seat/model.py:9 imports modules.seat_objects: module_utils never imports modules or filters']),
+    ({'newcomer': []}, ['plugins/module_utils/newcomer.py is not in a layer table of docs/architecture.md']),
+    ({'seat/model': [('module_utils.dra.menu', 1)], 'dra/menu': [('module_utils.seat.model', 2)]},
+     ['import loop: dra/menu -> seat/model -> dra/menu']),
 ])
 def test_each_kind_of_break_is_found(imports, expected):
     assert problems(documented_layers(), imports) == expected
 
 
+def test_a_package_import_names_the_module(tmp_path):
+    path = tmp_path / 'caller.py'
+    path.write_text('from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model\n'
+                    'from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end\n'
+                    'from ansible_collections.dralab.workshop.plugins.module_utils import values\n')
+    assert imports_of(path) == [('module_utils.dra.model', 1), ('module_utils.seat.lease', 2), ('module_utils.values', 3)]
+
+
 def test_imports_inside_functions_count(tmp_path):
     path = tmp_path / 'lazy.py'
-    path.write_text('def late():\n    from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import validate\n')
-    assert imports_of(path) == [('module_utils.lab_config', 2)]
+    path.write_text('def late():\n    from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import validate\n')
+    assert imports_of(path) == [('module_utils.preflight.config', 2)]
 
 
 def borrowed_uses(path, name, home):
@@ -144,7 +182,7 @@ def test_value_helpers_are_imported_from_values(name):
 
 def test_a_borrowed_helper_is_found(tmp_path):
     path = tmp_path / 'caller.py'
-    path.write_text('from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import parse_duration\n'
+    path.write_text('from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import parse_duration\n'
                     'from ansible_collections.dralab.workshop.plugins.module_utils import lab_config, values\n'
                     'lab_config.parse_duration("1h")\nvalues.parse_duration("1h")\n')
-    assert borrowed_uses(path, 'parse_duration', 'values') == [(1, 'module_utils.dra_model'), (3, 'lab_config')]
+    assert borrowed_uses(path, 'parse_duration', 'values') == [(1, 'module_utils.dra.model'), (3, 'lab_config')]

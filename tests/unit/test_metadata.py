@@ -13,7 +13,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_client
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import OS_RELEASES, os_release_problem
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -19,7 +19,8 @@ import pytest
 import yaml
 from jinja2.nativetypes import NativeEnvironment
 
-from ansible_collections.dralab.workshop.plugins.module_utils import lab_config, lab_settings
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight import config as lab_config
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import BY_NAME, SETTINGS
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -191,7 +192,7 @@ def test_documented_table_is_the_registry(document):
 def test_no_other_defaults():
     # lab_config validates against the registry; it keeps no defaults of its own.
     assert lab_config.DEFAULTS is lab_settings.DEFAULTS
-    source = (REPO / 'plugins' / 'module_utils' / 'lab_config.py').read_text()
+    source = (REPO / 'plugins' / 'module_utils' / 'preflight' / 'config.py').read_text()
     assert 'DEFAULTS = ' not in source
     preflight = (REPO / 'playbooks' / 'preflight.yml').read_text()
     assert not SETTING_USE.search(preflight), 'playbooks/preflight.yml writes a default of its own'

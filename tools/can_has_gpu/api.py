@@ -1,6 +1,6 @@
 """The Kubernetes API as a seat (or the reaper) sees it, with refusals as one readable sentence.
 
-Every call goes through the collection's KubeClient (plugins/module_utils/k8s_client.py):
+Every call goes through the collection's KubeClient (plugins/module_utils/k8s/client.py):
 objects are plain dicts, errors are K8sError with the HTTP status. Here they
 become Refusal: what went wrong and what to do, never a traceback.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import (
     K8sError,
     KubeClient,
     kubeconfig_namespace,
@@ -20,7 +20,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import 
 RESOURCE = "/apis/resource.k8s.io/v1"
 
 _QUOTA_PART = re.compile(r"\b(requested|used|limited): (\S+)")
-# The seat's ValidatingAdmissionPolicies (plugins/module_utils/seat_policies.py) answer "... denied request: MESSAGE".
+# The seat's ValidatingAdmissionPolicies (plugins/module_utils/seat/policies.py) answer "... denied request: MESSAGE".
 _POLICY_DENIAL = "denied request: "
 _HELD = re.compile(r"already holds (\d+) of (\d+) GPU claim")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import allocated_devices, build_pools
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import allocated_devices, build_pools
 
 from .settings import BOARD_KEY, LEASE_EXPIRES, LEASE_FOR, SEAT_LABEL, TOOL_LABEL
 

@@ -16,7 +16,7 @@ import secrets
 import sys
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import allocated_devices, format_age
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import allocated_devices, format_age
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 from . import __version__, render

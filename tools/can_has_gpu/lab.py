@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
 
 from . import board as board_mod
 from .api import Api
@@ -81,8 +81,8 @@ def claim_state(claim: dict, pods: list[dict]) -> str:
 
 
 def explain(view: SeatView, claim: dict, now: datetime.datetime) -> dict:
-    """The explainer's answer for one of the seat's claims (plugins/module_utils/dra_explain.py)."""
-    from ansible_collections.dralab.workshop.plugins.module_utils.dra_explain import (  # pylint: disable=import-outside-toplevel
+    """The explainer's answer for one of the seat's claims (plugins/module_utils/dra/explain.py)."""
+    from ansible_collections.dralab.workshop.plugins.module_utils.dra.explain import (  # pylint: disable=import-outside-toplevel
         explain_claim,
     )
     return explain_claim(claim, device_classes=view.device_classes, slices=view.slices, claims=view.lab_claims(),

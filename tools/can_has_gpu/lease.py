@@ -1,6 +1,6 @@
 """Lease maths: how long a reservation may live, when it ends, and what the reaper releases.
 
-When a lease ends is one rule of the collection (plugins/module_utils/seat_lease.py): the
+When a lease ends is one rule of the collection (plugins/module_utils/seat/lease.py): the
 earlier of the claim's lease-expires annotation and its creation plus the lab's maximum.
 """
 
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import (
     PodIndex,
     allocated_devices,
     format_age,
     format_time,
     parse_time,
 )
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_lease import lease_end
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 UTC = datetime.timezone.utc

@@ -22,7 +22,7 @@ import sys
 import time
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import SEAT_LABEL, SEAT_NAMESPACE_SELECTOR
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_LABEL, SEAT_NAMESPACE_SELECTOR
 
 from . import __version__
 from .api import Api, Refusal

@@ -11,8 +11,8 @@ import os
 from dataclasses import dataclass, fields
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_lease import LEASE_EXPIRES, LEASE_FOR
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES, LEASE_FOR
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     BOARD_CONFIGMAP_NAME,
     QUOTA_NAME,
     SEAT_LABEL,

@@ -29,8 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_model, board_page
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import DEFAULT_DRIVER, format_time
+from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
+from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import DEFAULT_DRIVER, format_time
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.values import host_port_problem
 

@@ -15,8 +15,8 @@ import logging
 import threading
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_collect import EVENTS_PATH, EVENTS_QUERY, LIST_PATHS
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.collect import EVENTS_PATH, EVENTS_QUERY, LIST_PATHS
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import (
     K8sError,
     KubeClient,
     list_pages_with_version,

@@ -2,7 +2,7 @@
 
 tests/integration/conftest.py starts the cluster with what these features need (their gates on every
 component, resource.k8s.io/v1alpha3, the driver's values as the chart hands them to the kubelet plugin),
-from plugins/module_utils/dra_features.py; `workshop` converges the lab with the same dralab_dra_features
+from plugins/module_utils/dra/features.py; `workshop` converges the lab with the same dralab_dra_features
 (the DeviceClasses they add), three seats that may hold three claims each (the consumable-capacity demo
 makes three). gpu_nic_numa adds a second plugin per node (the chart's net release: NICs of net.example.com),
 both built by the lab with resource.kubernetes.io/pcieRoot (tests/harness/gobuild.py, SOURCE_EDITS). Run it

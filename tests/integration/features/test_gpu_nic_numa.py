@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import (NIC_CLASS, NIC_DRIVER,
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import (NIC_CLASS, NIC_DRIVER,
                                                                                    PCIE_ROOT_ATTRIBUTE)
 
 from k8s_helpers import DRIVER, published_devices, resource_api, wait_for, wait_pod_running

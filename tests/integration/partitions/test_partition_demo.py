@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import GPU_PARTITIONS
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import GPU_PARTITIONS
 
 from k8s_helpers import DRIVER, delete_namespace, resource_api, wait_default_service_account, wait_pod_running
 

@@ -12,7 +12,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_model
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
 
 from render import REPO, render_role_template, role_defaults
 

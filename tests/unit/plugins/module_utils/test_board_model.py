@@ -11,7 +11,9 @@ import json
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_model, dra_explain, dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
 from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # pylint: disable=unused-import  # noqa: F401
 
 

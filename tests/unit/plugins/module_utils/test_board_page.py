@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_model, board_page
+from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
+from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 
 NOW = '2026-10-28T10:00:00Z'
 HOSTILE = '</script><script>alert(1)</script><!--'

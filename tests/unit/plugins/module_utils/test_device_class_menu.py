@@ -9,7 +9,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.dralab.workshop.plugins.module_utils import device_class_menu as dcm
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import menu as dcm
 
 from render import role_defaults
 

@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 DRIVER = 'gpu.example.com'

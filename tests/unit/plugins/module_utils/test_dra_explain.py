@@ -11,7 +11,9 @@ import pathlib
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_collect, dra_explain
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 NOW = '2026-10-28T10:00:00Z'

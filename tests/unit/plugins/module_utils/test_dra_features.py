@@ -10,12 +10,14 @@ import pathlib
 import pytest
 import yaml
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel, dra_features, lab_config
-from ansible_collections.dralab.workshop.plugins.module_utils.device_class_menu import validate_menu
-from ansible_collections.dralab.workshop.plugins.module_utils.feature_gates import FEATURE_GATES
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import features as dra_features
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight import config as lab_config
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.menu import validate_menu
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.gates import FEATURE_GATES
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
-BEGIN = '<!-- dralab-features: generated from plugins/module_utils/dra_features.py'
+BEGIN = '<!-- dralab-features: generated from plugins/module_utils/dra/features.py'
 END = '<!-- dralab-features: end -->'
 GOOD = {'groups': {'control_plane': ['cp1'], 'workers': [], 'login': ['cp1']}}
 
@@ -117,7 +119,7 @@ def test_readme_feature_table_is_the_table():
     assert BEGIN in text and END in text
     start = text.index('\n', text.index(BEGIN)) + 1
     assert text[start:text.index(END)] == dra_features.markdown_table(), \
-        'README.md: the DRA feature table differs from dra_features.py; run make settings-docs'
+        'README.md: the DRA feature table differs from dra/features.py; run make settings-docs'
 
 
 def test_readme_table_says_which_gate_each_feature_needs():

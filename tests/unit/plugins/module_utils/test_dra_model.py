@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect, dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 NOW = '2026-10-28T10:00:00Z'

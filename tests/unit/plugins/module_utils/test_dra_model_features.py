@@ -12,7 +12,8 @@ import copy
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_model, dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
 
 from test_dra_model import NOW, analyze, by_type, claim_row, find, load  # noqa: F401 (same fixtures)
 

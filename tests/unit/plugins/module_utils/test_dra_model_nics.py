@@ -17,8 +17,11 @@ import pathlib
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_model, dra_collect, dra_explain, dra_model
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import NIC_DRIVER, PCIE_ROOT_ATTRIBUTE
+from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import NIC_DRIVER, PCIE_ROOT_ATTRIBUTE
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 GPU_DRIVER = dra_model.DEFAULT_DRIVER

@@ -9,7 +9,9 @@ import copy
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply, seat_model, seat_policies
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import policies as seat_policies
 
 from apply_fakes import Store
 

@@ -11,7 +11,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import (
     K8sError,
     kubeconfig_namespace,
     kubeconfig_path,

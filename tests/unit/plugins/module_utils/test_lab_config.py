@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""validate() and the helpers of module_utils/lab_config.py: every check names its field."""
+"""validate() and the helpers of module_utils/preflight/config.py: every check names its field."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import re
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import lab_config
-from ansible_collections.dralab.workshop.plugins.module_utils.feature_gates import FEATURE_GATES, KNOWN_FEATURE_GATES
-from ansible_collections.dralab.workshop.plugins.module_utils.lab_config import validate
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight import config as lab_config
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.gates import FEATURE_GATES, KNOWN_FEATURE_GATES
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import validate
 
 HOSTS = ['cp1', 'node1', 'node2', 'login1']
 
@@ -342,7 +342,7 @@ def test_good_devices_per_node(value):
 
 # ---------------------------------------------------------------- device classes
 # preflight uses the device_classes role's own menu validation
-# (module_utils/device_class_menu.py); these check that it is wired in and
+# (module_utils/dra/menu.py); these check that it is wired in and
 # that each message names dralab_device_classes, the entry and the field.
 
 def classes_errors(classes):

@@ -14,8 +14,9 @@ import stat
 import pytest
 import yaml
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply, node_identity
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import identity as node_identity
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
 from render import role_vars
 
 from apply_fakes import Store

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_cleanup as sc
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import cleanup as sc
 
 from seat_fakes import OURS, FakeCleanupApi as FakeApi, lab, ns, obj
 

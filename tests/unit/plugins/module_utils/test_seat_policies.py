@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_model, seat_policies
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import policies as seat_policies
 
 
 def by_kind_and_name(objects):

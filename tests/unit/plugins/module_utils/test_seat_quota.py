@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_quota
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import quota as seat_quota
 
 # `btrfs qgroup show --raw -re /home/seats` (btrfs-progs 6.2, trailing blanks trimmed) after a handover
 # removed user03's old home.

@@ -13,8 +13,8 @@ import stat
 import pytest
 import yaml
 
-from ansible_collections.dralab.workshop.plugins.module_utils import seat_tokens as st
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import tokens as st
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
 
 from seat_fakes import HOUR, NOW, FakeTokenApi as FakeApi, b64url, make_token
 

@@ -16,7 +16,7 @@ from ansible.module_utils import _internal as module_utils_internal
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_page
+from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 from ansible_collections.dralab.workshop.plugins.modules import board_snapshot
 from test_dra_health import FakeClient
 

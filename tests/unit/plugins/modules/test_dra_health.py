@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_collect
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.dralab.workshop.plugins.modules import dra_health
 
 from dra_fakes import FakeClient
@@ -230,7 +230,7 @@ def run_at(args, client, now):
 
 
 def test_snapshot_is_written_from_the_same_read_and_only_again_when_the_board_changes(tmp_path):
-    from ansible_collections.dralab.workshop.plugins.module_utils import board_page
+    from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
     dest = tmp_path / 'board-snapshot.html'
     client = FakeClient('healthy')
     code, result = run({'snapshot_dest': str(dest)}, client)
@@ -250,7 +250,7 @@ def test_snapshot_is_written_from_the_same_read_and_only_again_when_the_board_ch
 
 
 def test_snapshot_of_an_unhealthy_lab_is_written_before_the_module_fails(tmp_path):
-    from ansible_collections.dralab.workshop.plugins.module_utils import board_page
+    from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
     dest = tmp_path / 'board-snapshot.html'
     code, result = run({'snapshot_dest': str(dest), 'include_events': False}, FakeClient('broken'))
     assert code == 1 and result['failed'] is True and result['changed'] is True
@@ -280,7 +280,7 @@ def test_snapshot_folder_is_made_when_missing(tmp_path):
 def test_snapshot_shows_the_modules_judgement_made_once(tmp_path):
     """With events read, the board is judged with the module's own options (here the expected node node9, which
     the board alone would not know), from the one analysis the report comes from."""
-    from ansible_collections.dralab.workshop.plugins.module_utils import board_page
+    from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
     dest = tmp_path / 'board-snapshot.html'
     args = {'snapshot_dest': str(dest), 'nodes': ['node1', 'node2', 'node3', 'node9'], 'fail_on_unhealthy': False}
     code, result = run(args, FakeClient('healthy'))

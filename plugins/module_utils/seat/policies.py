@@ -37,7 +37,7 @@ names; the quota's per-class device keys cap the companion class too.
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     CLAIM_COUNT_KEY,
     MANAGED_BY,
     MANAGED_BY_LABEL,

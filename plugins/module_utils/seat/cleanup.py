@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_apply import FIELD_MANAGER
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, list_pages, parallel_map
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.apply import FIELD_MANAGER
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, list_pages, parallel_map
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     GENERATION_ANNOTATION,
     ROLE_BINDING_NAME,
     SEAT_NAMESPACE_SELECTOR,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     DESCRIPTION_ANNOTATION,
     MANAGED_BY,
     MANAGED_BY_LABEL,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import tempfile
 
-from ansible_collections.dralab.workshop.plugins.module_utils import board_model, board_page
+from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
+from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 
 MODE = 0o600
 

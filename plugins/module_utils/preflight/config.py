@@ -17,15 +17,15 @@ from __future__ import annotations
 import difflib
 import re
 
-from ansible_collections.dralab.workshop.plugins.module_utils.device_class_menu import validate_menu
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_features import (
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.menu import validate_menu
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import (
     PCIE_ROOT_ATTRIBUTE,
     companion_classes,
     feature_problems,
     gate_conflicts,
     selected,
 )
-from ansible_collections.dralab.workshop.plugins.module_utils.feature_gates import (
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.gates import (
     FEATURE_GATES,
     FEATURE_GATES_VERSION,
 )

@@ -43,8 +43,8 @@ import json
 import re
 from collections import defaultdict
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_cel
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import (
     TERMINATED_PHASES,
     PodIndex,
     build_pools,
@@ -55,7 +55,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import (
     parse_time,
     plural,
 )
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     CLAIM_COUNT_KEY,
     SEAT_LABEL,
     device_quota_key,

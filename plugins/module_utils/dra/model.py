@@ -9,7 +9,7 @@ Events; resource.k8s.io/v1alpha3 DeviceTaintRules). No I/O: dra_collect reads
 the objects, analyze() judges them, so the same code runs on a live cluster and
 on recorded fixtures.
 
-The DRA features of Kubernetes 1.35 (plugins/module_utils/dra_features.py):
+The DRA features of Kubernetes 1.35 (plugins/module_utils/dra/features.py):
 - a device with allowMultipleAllocations (consumable capacity) may hold
   several claims while the sum of their consumedCapacity fits its capacity;
   every shared device in use gets a row with its capacity used and free;

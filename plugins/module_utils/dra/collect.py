@@ -13,8 +13,8 @@ scheduling fields only.
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra_model import PLUGIN_DRIVER_ENV
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError, parallel_map
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import PLUGIN_DRIVER_ENV
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, parallel_map
 
 LIST_PATHS = (
     ('device_classes', '/apis/resource.k8s.io/v1/deviceclasses'),

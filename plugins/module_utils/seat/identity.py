@@ -17,10 +17,10 @@ import base64
 import os
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils import k8s_apply
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import K8sError
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import MANAGED_SELECTOR, seat_of
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_tokens import (
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import MANAGED_SELECTOR, seat_of
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.tokens import (
     file_state,
     render_kubeconfig,
     write_if_changed,

@@ -27,9 +27,10 @@ import copy
 import datetime
 from collections import defaultdict
 
-from ansible_collections.dralab.workshop.plugins.module_utils import dra_explain, dra_model
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_lease import lease_end
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import seat_of
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 FORMAT = 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import WORKERS, parallel_map
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import WORKERS, parallel_map
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_quantity
 
 FIELD_MANAGER = 'dralab.workshop'

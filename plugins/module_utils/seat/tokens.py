@@ -24,7 +24,7 @@ import tempfile
 import time
 
 # Kubeconfig files are read in one place, k8s_client; the names stay importable from here.
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import (  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import (  # noqa: F401 pylint: disable=unused-import
     K8sError,
     kubeconfig_cluster,
     kubeconfig_context,
@@ -33,7 +33,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s_client import 
     parallel_map,
     read_ca_file,
 )
-from ansible_collections.dralab.workshop.plugins.module_utils.seat_model import (
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     TOKEN_SECRET_NAME,
     account_name,
     credential_generation,
