@@ -15,6 +15,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import (
     format_time,
     parse_time,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
@@ -51,10 +52,6 @@ def lease_seconds(requested: str | None, default: str, maximum: str) -> int:
     return seconds
 
 
-def _meta(obj: dict) -> dict:
-    return obj.get("metadata") or {}
-
-
 def expiry(claim: dict, max_seconds: int) -> datetime.datetime | None:
     """When the claim's lease ends (None if the claim has no creation time, e.g. not created yet)."""
     return lease_end(claim, max_seconds)
@@ -74,7 +71,7 @@ def describe_left(seconds: int | None) -> str:
 
 
 def age_seconds(obj: dict, now: datetime.datetime) -> int | None:
-    created = parse_time(_meta(obj).get("creationTimestamp"))
+    created = parse_time(object_meta(obj).get("creationTimestamp"))
     return None if created is None else max(int((now - created).total_seconds()), 0)
 
 
@@ -91,7 +88,7 @@ def reaper_plan(seat_namespaces: dict[str, str], claims: list[dict], pods: list[
     idle_seen = set()
     index = PodIndex(pods)
     for claim in claims:
-        meta = _meta(claim)
+        meta = object_meta(claim)
         namespace = meta.get("namespace")
         if namespace not in seat_namespaces or meta.get("deletionTimestamp"):
             continue
@@ -110,7 +107,7 @@ def reaper_plan(seat_namespaces: dict[str, str], claims: list[dict], pods: list[
                 reason = f"allocated and unused for {format_age((now - first).total_seconds())}"
         if reason:
             actions.append({"seat": seat_namespaces[namespace], "namespace": namespace, "claim": meta.get("name"),
-                            "devices": devices, "pods": sorted(_meta(p).get("name") for p in users),
+                            "devices": devices, "pods": sorted(object_meta(p).get("name") for p in users),
                             "reason": reason})
     if idle_since is not None:
         for uid in list(idle_since):

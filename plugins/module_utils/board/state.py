@@ -29,6 +29,7 @@ from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
@@ -44,12 +45,8 @@ OBJECT_KINDS = ('device_classes', 'slices', 'claims', 'pods', 'nodes', 'namespac
 _UTC = datetime.timezone.utc
 
 
-def _meta(obj):
-    return (obj or {}).get('metadata') or {}
-
-
 def _key(obj):
-    meta = _meta(obj)
+    meta = object_meta(obj)
     return meta.get('namespace'), meta.get('name')
 
 
@@ -103,8 +100,8 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
     seats = {}
     for namespace in objects['namespaces']:
         seat = seat_of(namespace)
-        if seat and not _meta(namespace).get('deletionTimestamp'):
-            seats[_meta(namespace).get('name')] = seat
+        if seat and not object_meta(namespace).get('deletionTimestamp'):
+            seats[object_meta(namespace).get('name')] = seat
     claims_by_key = dict((_key(claim), claim) for claim in objects['claims'])
 
     holders = defaultdict(list)  # (pool, device) -> holders
@@ -178,8 +175,8 @@ def _seats(seats, claim_rows, objects, people, activity, driver):
     what the seat's claims hold of other drivers (the NIC beside a GPU of gpu_nic_numa)."""
     latest = {}
     for obj in objects:
-        namespace = _meta(obj).get('namespace')
-        stamp = dra_model.parse_time(_meta(obj).get('creationTimestamp'))
+        namespace = object_meta(obj).get('namespace')
+        stamp = dra_model.parse_time(object_meta(obj).get('creationTimestamp'))
         if namespace in seats and stamp is not None and (namespace not in latest or stamp > latest[namespace]):
             latest[namespace] = stamp
     for namespace, value in activity.items():

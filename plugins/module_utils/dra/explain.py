@@ -55,6 +55,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import (
     parse_time,
     plural,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta, object_name
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     CLAIM_COUNT_KEY,
     SEAT_LABEL,
@@ -97,14 +98,6 @@ def natural_key(text):
     return [int(part) if part.isdigit() else part for part in _NATURAL.split(text or '')]
 
 
-def _meta(obj):
-    return (obj or {}).get('metadata') or {}
-
-
-def _name(obj):
-    return _meta(obj).get('name')
-
-
 # ---------------------------------------------------------------------------
 # Node selection
 # ---------------------------------------------------------------------------
@@ -132,8 +125,8 @@ def _requirement_matches(requirement, values_of):
 
 def node_selector_matches(selector, node):
     """Whether a v1 NodeSelector (nodeSelectorTerms, ORed) selects a Node object."""
-    labels = _meta(node).get('labels') or {}
-    fields = {'metadata.name': _name(node)}
+    labels = object_meta(node).get('labels') or {}
+    fields = {'metadata.name': object_name(node)}
 
     def label(key):
         return (key in labels, str(labels.get(key, '')))
@@ -192,9 +185,9 @@ def node_blocker(node, pod=None):
     if pod is not None:
         pod_spec = pod.get('spec') or {}
         wanted = pod_spec.get('nodeName')
-        if wanted and wanted != _name(node):
+        if wanted and wanted != object_name(node):
             return 'not the pod\'s nodeName %s' % wanted
-        labels = _meta(node).get('labels') or {}
+        labels = object_meta(node).get('labels') or {}
         for key, value in (pod_spec.get('nodeSelector') or {}).items():
             if str(labels.get(key)) != str(value) or key not in labels:
                 return 'not selected by the pod\'s nodeSelector %s=%s' % (key, value)
@@ -242,17 +235,17 @@ class Explainer:
                  now=None, device_taint_rules=()):
         self.now = parse_time(now) if now is not None else datetime.datetime.now(_UTC)
         self.taint_rules = list(device_taint_rules or [])
-        self.classes = dict((_name(dc), dc) for dc in device_classes or [])
+        self.classes = dict((object_name(dc), dc) for dc in device_classes or [])
         self.claims = list(claims or [])
-        self.nodes = dict((_name(node), node) for node in nodes or [])
+        self.nodes = dict((object_name(node), node) for node in nodes or [])
         self.seats = {}
         for ns in namespaces or []:
-            seat = (_meta(ns).get('labels') or {}).get(SEAT_LABEL)
+            seat = (object_meta(ns).get('labels') or {}).get(SEAT_LABEL)
             if seat:
-                self.seats[_name(ns)] = seat
+                self.seats[object_name(ns)] = seat
         self.quotas = defaultdict(list)
         for quota in quotas or []:
-            self.quotas[_meta(quota).get('namespace')].append(quota)
+            self.quotas[object_meta(quota).get('namespace')].append(quota)
         self.pods = PodIndex(pods)
         self._index_devices(slices or [])
         self._index_allocations()
@@ -315,7 +308,7 @@ class Explainer:
         return True
 
     def _holder(self, claim, key):
-        meta = _meta(claim)
+        meta = object_meta(claim)
         ns = meta.get('namespace')
         created = parse_time(meta.get('creationTimestamp'))
         age = int((self.now - created).total_seconds()) if created else None
@@ -382,7 +375,7 @@ class Explainer:
         answer shares its parts.
         """
         pending = [c for c in self.claims if not (c.get('status') or {}).get('allocation')]
-        pending.sort(key=lambda c: (_meta(c).get('namespace') or '', _meta(c).get('name') or ''))
+        pending.sort(key=lambda c: (object_meta(c).get('namespace') or '', object_meta(c).get('name') or ''))
         answers, known = [], {}
         for claim in pending:
             key = self._same_answer_key(claim)
@@ -391,7 +384,7 @@ class Explainer:
                 if key is not None:
                     known[key] = answer
             else:
-                meta = _meta(claim)
+                meta = object_meta(claim)
                 answer = dict(known[key], claim='%s/%s' % (meta.get('namespace'), meta.get('name')),
                               namespace=meta.get('namespace'), name=meta.get('name'),
                               seat=self.seats.get(meta.get('namespace')))
@@ -400,7 +393,7 @@ class Explainer:
 
     def _same_answer_key(self, claim):
         """What a pending claim's answer depends on besides the cluster's devices, or None (answer it alone)."""
-        if not _meta(claim).get('uid'):
+        if not object_meta(claim).get('uid'):
             return None
         consumers = self.pods.consumers(claim)
         live = [p for p in consumers if (p.get('status') or {}).get('phase') not in TERMINATED_PHASES]
@@ -431,7 +424,7 @@ class _ClaimExplanation:
     def __init__(self, explainer, claim):
         self.x = explainer
         self.claim = claim
-        meta = _meta(claim)
+        meta = object_meta(claim)
         self.ns, self.name = meta.get('namespace'), meta.get('name')
         self.ref = '%s/%s' % (self.ns, self.name)
         self.spec = (claim.get('spec') or {}).get('devices') or {}
@@ -660,7 +653,7 @@ class _ClaimExplanation:
 
     def _quota_problem(self):
         """For a claim not created yet (no uid): the quota it would exceed, as a sentence; else None."""
-        if _meta(self.claim).get('uid') or not self.x.quotas.get(self.ns):
+        if object_meta(self.claim).get('uid') or not self.x.quotas.get(self.ns):
             return None
         wanted = defaultdict(int)
         for request in self.requests:

@@ -30,6 +30,7 @@ import datetime
 import re
 from collections import defaultdict
 
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import condition, object_meta, object_name, object_namespace
 from ansible_collections.dralab.workshop.plugins.module_utils.values import (
     SEAT_LABEL,
     format_quantity,
@@ -132,25 +133,6 @@ def format_age(seconds):
 AGE_PATTERN = re.compile(r'\b\d+(?:[dh]\d+[hm]|[smhd])\b')
 
 
-def _meta(obj):
-    return obj.get('metadata') or {}
-
-
-def _name(obj):
-    return _meta(obj).get('name')
-
-
-def _ns(obj):
-    return _meta(obj).get('namespace')
-
-
-def _condition(obj, kind):
-    for cond in (obj.get('status') or {}).get('conditions') or []:
-        if cond.get('type') == kind:
-            return cond
-    return None
-
-
 def plural(count, word, plural_form=None):
     """'1 GPU', '3 GPUs': a count with its noun."""
     return '%d %s' % (count, word if count == 1 else (plural_form or word + 's'))
@@ -205,7 +187,7 @@ class PodIndex:
         self.by_claim = defaultdict(list)
         self._position = {}
         for position, pod in enumerate(pods or []):
-            meta = _meta(pod)
+            meta = object_meta(pod)
             key = (meta.get('namespace'), meta.get('name'))
             self._position[id(pod)] = position
             self.by_key[key] = pod
@@ -221,14 +203,14 @@ class PodIndex:
     def consumers(self, claim):
         """Pods of the claim's namespace that use it: by name in spec.resourceClaims, by generated name in
         status.resourceClaimStatuses, as its owner, or in its reservedFor; each once, in the order given."""
-        meta = _meta(claim)
+        meta = object_meta(claim)
         namespace = meta.get('namespace')
         found = dict((id(pod), pod) for pod in self.by_claim.get((namespace, meta.get('name')), ()))
         uids = [ref.get('uid') for ref in meta.get('ownerReferences') or [] if ref.get('kind') == 'Pod']
         uids += [ref.get('uid') for ref in (claim.get('status') or {}).get('reservedFor') or []]
         for uid in uids:
             pod = self.by_uid.get(uid) if uid else None
-            if pod is not None and _ns(pod) == namespace:
+            if pod is not None and object_namespace(pod) == namespace:
                 found[id(pod)] = pod
         return sorted(found.values(), key=lambda pod: self._position[id(pod)])
 
@@ -238,7 +220,7 @@ class PodIndex:
         Consumers that are not pods are left out. A pod is found by uid; a new pod with the same name is
         another pod.
         """
-        namespace = _ns(claim)
+        namespace = object_namespace(claim)
         alive = []
         missing = []
         for consumer in (claim.get('status') or {}).get('reservedFor') or []:
@@ -283,9 +265,9 @@ class _Index:
             spec = rslice.get('spec') or {}
             if spec.get('nodeName'):
                 self.slice_counts[(spec.get('driver'), spec['nodeName'])] += 1
-        self.device_classes = set(_name(dc) for dc in device_classes or [])
-        self.nodes = dict((_name(node), node) for node in nodes or [])
-        self.namespaces = dict((_name(ns), ns) for ns in namespaces or [])
+        self.device_classes = set(object_name(dc) for dc in device_classes or [])
+        self.nodes = dict((object_name(node), node) for node in nodes or [])
+        self.namespaces = dict((object_name(ns), ns) for ns in namespaces or [])
         self.pods = PodIndex(pods)
         self.events_by_uid = {}
         self.events_by_key = {}
@@ -310,7 +292,7 @@ class _Index:
                 self.devices[(pool['driver'], pool['pool'], device_name)] = device
 
     def newest_failed_scheduling(self, pod):
-        meta = _meta(pod)
+        meta = object_meta(pod)
         found = self.events_by_uid.get(meta.get('uid')) or self.events_by_key.get((meta.get('namespace'), meta.get('name')))
         return found[1] if found else None
 
@@ -326,7 +308,7 @@ def _event_time(event):
     series = event.get('series') or {}
     stamps = [parse_time(series.get('lastObservedTime')), parse_time(event.get('lastTimestamp')),
               parse_time(event.get('eventTime')), parse_time(event.get('firstTimestamp')),
-              parse_time(_meta(event).get('creationTimestamp'))]
+              parse_time(object_meta(event).get('creationTimestamp'))]
     stamps = [stamp for stamp in stamps if stamp is not None]
     return max(stamps) if stamps else _EPOCH
 
@@ -373,12 +355,12 @@ def build_pools(slices):
 def _node_ready(node):
     if node is None:
         return None
-    cond = _condition(node, 'Ready')
+    cond = condition(node, 'Ready')
     return bool(cond and cond.get('status') == 'True')
 
 
 def _selected(node, selector):
-    labels = _meta(node).get('labels') or {}
+    labels = object_meta(node).get('labels') or {}
     for key, value in (selector or {}).items():
         if key not in labels:
             return False
@@ -454,7 +436,7 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
                 % (name, count, want, driver, want - count, name),
                 node=name, driver=driver, published=count, expected=want))
         if node is not None and ready is False:
-            cond = _condition(node, 'Ready') or {}
+            cond = condition(node, 'Ready') or {}
             detail = (cond.get('message') or cond.get('reason') or 'no Ready condition reported').rstrip('.')
             problems.append(_problem(
                 'node_not_ready', WARNING, obj,
@@ -467,7 +449,7 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
 def _plugin_state(pod):
     """(ready, why not ready, restarts, newest termination {'finishedAt', 'exitCode', 'reason'} or None)."""
     status = pod.get('status') or {}
-    ready_cond = _condition(pod, 'Ready') or {}
+    ready_cond = condition(pod, 'Ready') or {}
     containers = status.get('containerStatuses') or []
     restarts = sum(int(c.get('restartCount') or 0) for c in containers)
     why = []
@@ -475,7 +457,7 @@ def _plugin_state(pod):
         waiting = (container.get('state') or {}).get('waiting')
         if waiting:
             why.append('%s %s' % (container.get('name'), waiting.get('reason') or 'waiting'))
-    if _meta(pod).get('deletionTimestamp'):
+    if object_meta(pod).get('deletionTimestamp'):
         why.insert(0, 'being deleted')
     if status.get('phase') != 'Running':
         why.insert(0, 'phase %s' % (status.get('phase') or 'unknown'))
@@ -517,7 +499,7 @@ def _check_plugins(index, driver, plugin_labels, expected, now, problems):
         if name not in index.nodes:
             continue  # reported by _check_nodes
         obj = 'Node %s' % name
-        pods = sorted(by_node.get(name, ()), key=lambda p: _meta(p).get('creationTimestamp') or '')
+        pods = sorted(by_node.get(name, ()), key=lambda p: object_meta(p).get('creationTimestamp') or '')
         if not pods:
             problems.append(_problem(
                 'driver_plugin_missing', ERROR, obj,
@@ -528,9 +510,9 @@ def _check_plugins(index, driver, plugin_labels, expected, now, problems):
             continue
         pod = pods[-1]
         ready, why, restarts, ended = _plugin_state(pod)
-        ref = '%s/%s' % (_ns(pod), _name(pod))
+        ref = '%s/%s' % (object_namespace(pod), object_name(pod))
         plugin_pods[name] = ref
-        logs = 'kubectl -n %s logs %s --previous' % (_ns(pod), _name(pod))
+        logs = 'kubectl -n %s logs %s --previous' % (object_namespace(pod), object_name(pod))
         if not ready:
             problems.append(_problem(
                 'driver_plugin_not_ready', ERROR, obj,
@@ -594,7 +576,7 @@ def _pending_reason(index, claim):
     consumers = index.pods.consumers(claim)
     consumers.sort(key=lambda p: (p.get('status') or {}).get('phase') in TERMINATED_PHASES)
     for pod in consumers:
-        cond = _condition(pod, 'PodScheduled')
+        cond = condition(pod, 'PodScheduled')
         if cond and cond.get('status') == 'False' and cond.get('message'):
             return pod, cond['message']
     for pod in consumers:
@@ -633,9 +615,9 @@ def _scheduler_hint(message):
 def _check_claims(index, stale_after, now, problems, explanations=None):
     rows = []
     allocations = defaultdict(list)  # (driver, pool, device) -> [(claim key, admin access)]
-    claims_sorted = sorted(index.claims, key=lambda c: (_ns(c) or '', _name(c) or ''))
+    claims_sorted = sorted(index.claims, key=lambda c: (object_namespace(c) or '', object_name(c) or ''))
     for claim in claims_sorted:
-        meta = _meta(claim)
+        meta = object_meta(claim)
         ns, name = meta.get('namespace'), meta.get('name')
         ref = '%s/%s' % (ns, name)
         obj = 'ResourceClaim %s' % ref
@@ -644,7 +626,7 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
         created = meta.get('creationTimestamp')
         created_at = parse_time(created)
         age = int((now - created_at).total_seconds()) if created_at else None
-        seat = (_meta(index.namespaces.get(ns) or {}).get('labels') or {}).get(SEAT_LABEL)
+        seat = (object_meta(index.namespaces.get(ns) or {}).get('labels') or {}).get(SEAT_LABEL)
         annotations = meta.get('annotations') or {}
         owner_template = bool(POD_CLAIM_NAME_ANNOTATION in annotations
                               or any(o.get('kind') == 'Pod' for o in meta.get('ownerReferences') or []))
@@ -675,7 +657,7 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
         reserved_names = [consumer.get('name') if consumer.get('resource') == 'pods' and not consumer.get('apiGroup')
                           else '%s/%s' % (consumer.get('resource'), consumer.get('name')) for consumer in reserved]
         live_pods, missing = index.pods.reservations(claim)
-        alive = [_name(pod) for pod in live_pods]
+        alive = [object_name(pod) for pod in live_pods]
 
         if missing:
             what = join_names(['pod %s/%s which %s' % (ns, pod_name, why) for pod_name, why in missing])
@@ -721,11 +703,11 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
             elif message:
                 pending_reason = message
                 reason = ('claim %s is pending because pod %s/%s cannot be scheduled: %s%s%s'
-                          % (ref, ns, _name(pod), message.rstrip(), _scheduler_hint(message), class_text))
+                          % (ref, ns, object_name(pod), message.rstrip(), _scheduler_hint(message), class_text))
             else:
-                pending_reason = 'pod %s/%s is waiting for the scheduler' % (ns, _name(pod))
+                pending_reason = 'pod %s/%s is waiting for the scheduler' % (ns, object_name(pod))
                 reason = ('claim %s is pending: pod %s/%s is waiting for the scheduler, which has not reported '
-                          'a failure yet.%s' % (ref, ns, _name(pod), class_text))
+                          'a failure yet.%s' % (ref, ns, object_name(pod), class_text))
             if missing_classes and pod is not None and not message:
                 pending_reason = 'DeviceClass %s does not exist' % join_names(missing_classes)
             explained = (explanations or {}).get(ref)
@@ -831,7 +813,7 @@ def device_taints(driver, pool, device_name, device, rules):
     taints = [dict(taint, rule=None) for taint in device.get('taints') or []]
     for rule in rules or []:
         if _rule_matches(rule, driver, pool, device_name):
-            taints.append(dict((rule.get('spec') or {}).get('taint') or {}, rule=_name(rule)))
+            taints.append(dict((rule.get('spec') or {}).get('taint') or {}, rule=object_name(rule)))
     return [dict((k, taint.get(k)) for k in ('key', 'value', 'effect', 'rule')) for taint in taints]
 
 
