@@ -15,6 +15,8 @@ raise ValueError with such a sentence.
 
 from __future__ import annotations
 
+import datetime
+
 import ipaddress
 import json
 import re
@@ -282,3 +284,61 @@ def pinned_image(reference, digests):
     if '@' in reference or reference not in digests:
         return reference
     return '%s@%s' % (reference, digests[reference])
+
+
+# Times as the API writes them, and ages as kubectl prints them.
+UTC = datetime.timezone.utc
+
+
+def parse_time(value):
+    """An aware UTC datetime from an RFC 3339 API timestamp (None if missing or unreadable)."""
+    if not value:
+        return None
+    if isinstance(value, datetime.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    text = str(value).strip()
+    if text.endswith('Z') or text.endswith('z'):
+        text = text[:-1] + '+00:00'
+    if len(text) == 25 and text[10] == 'T':
+        # The API's own form (2026-10-28T09:12:00Z): fromisoformat reads it on every Python this runs on.
+        try:
+            return datetime.datetime.fromisoformat(text).astimezone(UTC)
+        except ValueError:
+            pass
+    match = re.match(r'^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?([+-]\d{2}:?\d{2})?$', text)
+    if not match:
+        return None
+    offset = match.group(3) or '+00:00'
+    try:
+        parsed = datetime.datetime.strptime(match.group(1) + offset.replace(':', ''), '%Y-%m-%dT%H:%M:%S%z')
+    except ValueError:
+        return None
+    return parsed.astimezone(UTC)
+
+
+def format_time(moment):
+    """RFC 3339 in UTC with seconds, as the API writes timestamps (None for None)."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def format_age(seconds):
+    """Short human age as kubectl prints it: 45s, 12m, 3h5m, 12d."""
+    if seconds is None:
+        return 'unknown time'
+    seconds = max(int(seconds), 0)
+    if seconds < 120:
+        return '%ds' % seconds
+    minutes = seconds // 60
+    if minutes < 60:
+        return '%dm' % minutes
+    hours = minutes // 60
+    if hours < 48:
+        return '%dh%dm' % (hours, minutes % 60) if minutes % 60 else '%dh' % hours
+    days = hours // 24
+    return '%dd%dh' % (days, hours % 24) if days < 7 and hours % 24 else '%dd' % days
+
+
+# An age as format_age writes it, within a sentence.
+AGE_PATTERN = re.compile(r'\b\d+(?:[dh]\d+[hm]|[smhd])\b')

@@ -104,7 +104,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import DEFAULT_DRIVER
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 

@@ -509,7 +509,10 @@ from ansible_collections.dralab.workshop.plugins.module_utils.board import snaps
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_time
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
@@ -519,7 +522,7 @@ MAX_REASONS_IN_MESSAGE = 10
 def argspec():
     spec = auth_argspec()
     spec.update(
-        driver=dict(type='str', default=dra_model.DEFAULT_DRIVER),
+        driver=dict(type='str', default=dra_objects.DEFAULT_DRIVER),
         expected_devices_per_node=dict(type='int', default=8),
         nodes=dict(type='list', elements='str', default=[]),
         node_selector=dict(type='dict', default={}),
@@ -528,7 +531,7 @@ def argspec():
         include_events=dict(type='bool', default=True),
         detail=dict(type='bool', default=True),
         check_plugins=dict(type='bool', default=False),
-        plugin_labels=dict(type='dict', default=dict(dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS)),
+        plugin_labels=dict(type='dict', default=dict(dra_objects.EXAMPLE_DRIVER_PLUGIN_LABELS)),
         snapshot_dest=dict(type='path'),
         snapshot_lease_max=dict(type='raw', default='8h'),
         snapshot_title=dict(type='str', default='DRA lab'),
@@ -538,7 +541,7 @@ def argspec():
 
 def unhealthy_message(report, reasons=True):
     """The failure message (with each error's reason), or the shorter warning (objects only)."""
-    errors = [p for p in report['problems'] if p['severity'] == dra_model.ERROR]
+    errors = [p for p in report['problems'] if p['severity'] == dra_health.ERROR]
     head = 'The DRA lab is unhealthy: %d error(s), %d warning(s)' % (
         report['summary']['errors'], report['summary']['warnings'])
     if not reasons:
@@ -574,14 +577,14 @@ def run(module, client, now=None):
     for warning in data.pop('warnings'):
         module.warn(warning)
     # One time for the whole judgement: the board and the report then share the explanations.
-    now = dra_model.parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
+    now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
     explanations = dra_explain.explain_pending(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], now=now, device_taint_rules=data['device_taint_rules'])
     events = data['events']
     if not params['include_events']:
         data = dict(data, events=[])
-    report = dra_model.analyze(
+    report = dra_health.analyze(
         device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
         nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],
         expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
@@ -598,9 +601,9 @@ def run(module, client, now=None):
             stale_claim_age=params['stale_claim_age'], title=params['snapshot_title'], explanations=explanations,
             report=report if params['include_events'] else None)
         result = dict(changed=written.pop('changed'), snapshot=written)
-    report['report_lines'] = dra_model.report_lines(report, detail=params['detail'])
+    report['report_lines'] = dra_report.report_lines(report, detail=params['detail'])
     if not params['detail']:
-        report = dra_model.summarize(report)
+        report = dra_report.summarize(report)
     if not report['healthy']:
         if params['fail_on_unhealthy']:
             module.fail_json(msg=unhealthy_message(report), **dict(result, **report))

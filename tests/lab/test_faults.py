@@ -32,12 +32,13 @@ from render import use_this_checkout  # noqa: E402  (tests/unit/render.py)
 
 use_this_checkout()
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect  # noqa: E402
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import KubeClient  # noqa: E402
 
 NS = "dralab-faults"
 NODE = "worker1"
-PLUGIN_LABELS = dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS
+PLUGIN_LABELS = dra_objects.EXAMPLE_DRIVER_PLUGIN_LABELS
 PLUGIN_TYPES = frozenset({"driver_plugin_missing", "driver_plugin_not_ready", "driver_plugin_restarted",
                           "node_missing_slice", "device_count_short", "pool_inconsistent", "node_not_ready"})
 POLL = 0.5
@@ -49,7 +50,7 @@ def report() -> dict:
     client = KubeClient.from_params({"kubeconfig": str(KUBECONFIG)})
     data = dra_collect.collect(client, include_events=False)
     data.pop("warnings")
-    return dra_model.analyze(plugin_labels=PLUGIN_LABELS, **data)
+    return dra_health.analyze(plugin_labels=PLUGIN_LABELS, **data)
 
 
 def problems_on(node: str, types=PLUGIN_TYPES) -> list[dict]:

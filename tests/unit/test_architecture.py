@@ -141,10 +141,10 @@ def test_each_kind_of_break_is_found(imports, expected):
 
 def test_a_package_import_names_the_module(tmp_path):
     path = tmp_path / 'caller.py'
-    path.write_text('from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model\n'
+    path.write_text('from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health\n'
                     'from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end\n'
                     'from ansible_collections.dralab.workshop.plugins.module_utils import values\n')
-    assert imports_of(path) == [('module_utils.dra.model', 1), ('module_utils.seat.lease', 2), ('module_utils.values', 3)]
+    assert imports_of(path) == [('module_utils.dra.health', 1), ('module_utils.seat.lease', 2), ('module_utils.values', 3)]
 
 
 def test_imports_inside_functions_count(tmp_path):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import allocated_devices, build_pools
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices, build_pools
 
 from .settings import BOARD_KEY, LEASE_EXPIRES, LEASE_FOR, SEAT_LABEL, TOOL_LABEL
 
@@ -61,7 +61,7 @@ def read_board(configmap: dict | None) -> list[dict] | None:
 
 
 def published_devices(slices: list[dict], driver: str) -> list[tuple[str, str, str]]:
-    """(node, pool, device) of every device the driver publishes (dra_model.build_pools: the newest generation
+    """(node, pool, device) of every device the driver publishes (dra/objects.py build_pools: the newest generation
     of each pool, as the scheduler sees it); node is the pool's name for a pool of no node."""
     found = [(pool["node"] or pool["pool"], pool["pool"], name)
              for pool in build_pools(slices).values() if pool["driver"] == driver for name in pool["devices"]]

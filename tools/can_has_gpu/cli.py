@@ -16,7 +16,8 @@ import secrets
 import sys
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import allocated_devices, format_age
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 from . import __version__, render

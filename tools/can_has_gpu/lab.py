@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 
 from . import board as board_mod
 from .api import Api
@@ -44,9 +44,9 @@ class SeatView:
         return [{"metadata": {"name": ns, "labels": {SEAT_LABEL: seat}}} for ns, seat in sorted(seats.items())]
 
     def device_info(self) -> dict[tuple[str, str], dict]:
-        """(pool, device) -> {node, memory} of the devices published (dra_model.build_pools: newest generation)."""
+        """(pool, device) -> {node, memory} of the devices published (dra_objects.build_pools: newest generation)."""
         info = {}
-        for pool in dra_model.build_pools(self.slices).values():
+        for pool in dra_objects.build_pools(self.slices).values():
             for name, device in pool["devices"].items():
                 memory = next((v.get("value") for k, v in (device.get("capacity") or {}).items()
                                if k.endswith("memory")), None)
@@ -71,13 +71,13 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
 
 
 def claim_state(claim: dict, pods: list[dict]) -> str:
-    """dra_model.claim_state in the participant's words: releasing, pending, in use (a live pod holds the
+    """dra_objects.claim_state in the participant's words: releasing, pending, in use (a live pod holds the
     reservation) or allocated (held by no live pod)."""
     if claim["metadata"].get("deletionTimestamp"):
         return "releasing"
-    if dra_model.claim_state(claim) == "pending":
+    if dra_objects.claim_state(claim) == "pending":
         return "pending"
-    return "in use" if dra_model.in_use(claim, pods) else "allocated"
+    return "in use" if dra_objects.in_use(claim, pods) else "allocated"
 
 
 def explain(view: SeatView, claim: dict, now: datetime.datetime) -> dict:
@@ -91,4 +91,4 @@ def explain(view: SeatView, claim: dict, now: datetime.datetime) -> dict:
 
 
 def users_of(view: SeatView, claim: dict) -> list[dict]:
-    return dra_model.claim_pods(claim, view.pods)
+    return dra_objects.claim_pods(claim, view.pods)

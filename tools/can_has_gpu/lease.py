@@ -8,13 +8,8 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import (
-    PodIndex,
-    allocated_devices,
-    format_age,
-    format_time,
-    parse_time,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import PodIndex, allocated_devices
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, format_time, parse_time
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration

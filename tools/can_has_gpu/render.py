@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import format_age
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age
 
 from .lease import describe_left
 

@@ -31,7 +31,8 @@ from aiohttp import web
 
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import DEFAULT_DRIVER, format_time
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_time
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.values import host_port_problem
 

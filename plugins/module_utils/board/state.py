@@ -5,7 +5,7 @@
 
 A pure function over the objects dra_collect reads (plain dicts as the API
 serves them). The judgement is not made here: claim states, holder pods,
-problems and pending reasons come from dra_model.analyze() and
+problems and pending reasons come from dra_health.analyze() and
 dra_explain.explain_pending(); this module arranges their answers per node,
 per device and per seat, adds the lease (seat_lease) and capacity of shared
 devices, and takes the seat of a namespace from the Namespace's labels
@@ -28,7 +28,9 @@ import datetime
 from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.values import AGE_PATTERN, format_time, parse_time
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
@@ -53,7 +55,7 @@ def _key(obj):
 def _capacity(spec, holders):
     """[{name, total, used, free}] of a shared device's capacities (consumedCapacity of its holders)."""
     return [dict((k, row[k]) for k in ('name', 'total', 'used', 'free'))
-            for row in dra_model.capacity_rows(spec, [holder['consumed'] for holder in holders])]
+            for row in dra_objects.capacity_rows(spec, [holder['consumed'] for holder in holders])]
 
 
 def _memory(spec):
@@ -64,7 +66,7 @@ def _memory(spec):
 
 
 def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces=(), events=(),
-          driver=dra_model.DEFAULT_DRIVER, expected_devices_per_node=8, lease_max='8h', stale_claim_age='1h',
+          driver=dra_objects.DEFAULT_DRIVER, expected_devices_per_node=8, lease_max='8h', stale_claim_age='1h',
           people=None, activity=None, title='DRA lab', now=None, device_taint_rules=(), explanations=None,
           report=None):
     """The instructor's board of one lab state.
@@ -74,13 +76,13 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
     or RFC 3339 (default: the current time); device_taint_rules: DeviceTaintRules (resource.k8s.io/v1alpha3),
     whose taints show on the tiles as the devices' own do; explanations: dra_explain.explain_pending's answers
     for these objects at now, when the caller has them already (dra_health), else the board asks for them;
-    report: dra_model.analyze's answer for these objects at now, events included, when the caller has judged
+    report: dra_health.analyze's answer for these objects at now, events included, when the caller has judged
     them already (dra_health, with its own options), else the board analyzes them with its options.
 
     Returns a dict (JSON-ready): format, view, title, generated, summary, nodes (each with its device
     tiles), pending, problems, seats.
     """
-    now = dra_model.parse_time(now) if now is not None else datetime.datetime.now(_UTC)
+    now = parse_time(now) if now is not None else datetime.datetime.now(_UTC)
     lease_seconds = parse_duration(lease_max)
     people = dict(people or {})
     objects = dict(device_classes=list(device_classes or []), slices=list(slices or []), claims=list(claims or []),
@@ -89,12 +91,12 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
         if explanations is None:
             explanations = dra_explain.explain_pending(now=now, device_taint_rules=list(device_taint_rules or []),
                                                        **objects)
-        report = dra_model.analyze(events=list(events or []), driver=driver,
+        report = dra_health.analyze(events=list(events or []), driver=driver,
                                    expected_devices_per_node=expected_devices_per_node,
                                    stale_claim_age=stale_claim_age, now=now,
                                    explanations=dict((item['claim'], item) for item in explanations),
                                    device_taint_rules=list(device_taint_rules or []), **objects)
-    taints_by_device = dict(((row['pool'], row['device']), [dra_model.taint_text(t) for t in row['taints']])
+    taints_by_device = dict(((row['pool'], row['device']), [dra_objects.taint_text(t) for t in row['taints']])
                             for row in report['tainted_devices'] if row['driver'] == driver)
 
     seats = {}
@@ -117,12 +119,12 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
             holders[key].append({
                 'seat': seats.get(row['namespace']), 'namespace': row['namespace'], 'claim': row['name'],
                 'in_use': bool(row['holder_pods_alive']), 'pods': list(row['holder_pods_alive']),
-                'since': row['created'], 'lease_until': dra_model.format_time(end),
+                'since': row['created'], 'lease_until': format_time(end),
                 'consumed': dict(consumed.get(key) or {})})
 
     node_rows = dict((row['name'], row) for row in report['nodes'])
     tiles_by_node = defaultdict(list)
-    for pool in dra_model.build_pools(objects['slices']).values():
+    for pool in dra_objects.build_pools(objects['slices']).values():
         if pool['driver'] != driver:
             continue
         node = pool['node'] or pool['pool']
@@ -160,7 +162,7 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
                    warnings=report['summary']['warnings'], seats=len(board_seats),
                    seats_holding=sum(1 for s in board_seats if s['holds']))
     return {
-        'format': FORMAT, 'view': INSTRUCTOR, 'title': title, 'generated': dra_model.format_time(now),
+        'format': FORMAT, 'view': INSTRUCTOR, 'title': title, 'generated': format_time(now),
         'driver': driver, 'healthy': report['healthy'], 'summary': summary, 'nodes': board_nodes,
         'pending': pending,
         'problems': [dict((k, p.get(k)) for k in ('severity', 'type', 'object', 'reason')) for p in report['problems']],
@@ -176,11 +178,11 @@ def _seats(seats, claim_rows, objects, people, activity, driver):
     latest = {}
     for obj in objects:
         namespace = object_meta(obj).get('namespace')
-        stamp = dra_model.parse_time(object_meta(obj).get('creationTimestamp'))
+        stamp = parse_time(object_meta(obj).get('creationTimestamp'))
         if namespace in seats and stamp is not None and (namespace not in latest or stamp > latest[namespace]):
             latest[namespace] = stamp
     for namespace, value in activity.items():
-        stamp = dra_model.parse_time(value)
+        stamp = parse_time(value)
         if namespace in seats and stamp is not None and (namespace not in latest or stamp > latest[namespace]):
             latest[namespace] = stamp
     held = defaultdict(list)
@@ -202,7 +204,7 @@ def _seats(seats, claim_rows, objects, people, activity, driver):
         rows.append({'seat': seat, 'namespace': namespace, 'person': people.get(seat),
                      'holds': len(held[namespace]), 'devices': held[namespace] + companions[namespace],
                      'pending': waiting[namespace],
-                     'last_activity': dra_model.format_time(latest.get(namespace))})
+                     'last_activity': format_time(latest.get(namespace))})
     return rows
 
 
@@ -226,7 +228,7 @@ def same_state(first, second):
         board = dict((k, v) for k, v in (board or {}).items() if k != 'generated')
         for key, field in SENTENCES:
             if isinstance(board.get(key), list):
-                board[key] = [dict(row, **{field: dra_model.AGE_PATTERN.sub('<age>', row.get(field) or '')})
+                board[key] = [dict(row, **{field: AGE_PATTERN.sub('<age>', row.get(field) or '')})
                               for row in board[key]]
         return board
     return strip(first) == strip(second)

@@ -4,7 +4,7 @@
 """Read every object the DRA health analysis needs, through KubeClient.
 
 collect() returns plain item lists keyed like the arguments of
-dra_model.analyze(), plus warnings for optional reads that failed. The kinds
+dra/health.py analyze(), plus warnings for optional reads that failed. The kinds
 are read in parallel; each item loses, as its page arrives, what no analysis
 reads (managedFields; a Pod's volumes, images and container details but what
 the kubelet plugin check reads), so 10,000 pods cost the memory of their
@@ -13,7 +13,7 @@ scheduling fields only.
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import PLUGIN_DRIVER_ENV
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import PLUGIN_DRIVER_ENV
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, parallel_map
 
 LIST_PATHS = (
@@ -34,7 +34,7 @@ OPTIONAL = {'device_taint_rules': None, 'events': EVENTS_QUERY}
 POD_SPEC_UNUSED = ('initContainers', 'ephemeralContainers', 'volumes', 'securityContext',
                    'dnsConfig', 'hostAliases', 'readinessGates', 'os', 'overhead')
 POD_STATUS_UNUSED = ('initContainerStatuses', 'ephemeralContainerStatuses', 'podIPs', 'hostIPs')
-# Of the containers and their statuses only what the kubelet plugin check reads (dra_model.plugin_driver and
+# Of the containers and their statuses only what the kubelet plugin check reads (dra/health.py plugin_driver and
 # the plugin's state: the driver's name, restarts, waiting and last termination).
 CONTAINER_STATUS_USED = ('name', 'restartCount', 'state', 'lastState')
 

@@ -44,17 +44,15 @@ import re
 from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import (
-    TERMINATED_PHASES,
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import (
     PodIndex,
+    TERMINATED_PHASES,
     build_pools,
     capacity_rows,
     device_taints,
-    format_age,
-    join_names,
-    parse_time,
-    plural,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, parse_time
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import join_names, plural
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta, object_name
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     CLAIM_COUNT_KEY,

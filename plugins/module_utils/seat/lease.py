@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import parse_time
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_time
 
 # The annotations can-has-gpu puts on a claim: when the lease ends (RFC 3339) and what was asked for (--for).
 LEASE_EXPIRES = 'dralab.workshop/lease-expires'

@@ -56,7 +56,7 @@ def test_free_devices_subtracts_every_allocation():
 
 def test_only_the_newest_generation_of_a_pool_is_published():
     # The plugin republished worker1 with 6 devices: the old slice (8 devices) is still listed for a moment,
-    # but the scheduler allocates only from the newest generation (dra_model.build_pools).
+    # but the scheduler allocates only from the newest generation (dra/objects.py build_pools).
     old, new = slice_of("worker1"), slice_of("worker1", count=6)
     old["spec"]["pool"].update(generation=1, resourceSliceCount=1)
     new["spec"]["pool"].update(generation=2, resourceSliceCount=1)

@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import in_use
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import in_use
 from can_has_gpu.lease import (
     LeaseError,
     describe_left,
@@ -129,7 +129,7 @@ def test_claim_state_in_the_participants_words():
 
 
 def test_the_pods_of_a_claim_include_the_ones_it_is_reserved_for():
-    from ansible_collections.dralab.workshop.plugins.module_utils.dra.model import claim_pods
+    from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import claim_pods
 
     held = claim("gpu-a", reserved=("by-template",))
     named, other = pod("named"), pod("other", claim_name="gpu-b")

@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
 from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # pylint: disable=unused-import  # noqa: F401
 
 
@@ -53,7 +53,7 @@ def test_one_tile_per_published_device_with_its_holder(healthy):
 
 def test_the_states_are_those_of_dra_health(healthy):
     board = build(healthy)
-    report = dra_model.analyze(now=NOW, **healthy)
+    report = dra_health.analyze(now=NOW, **healthy)
     held = dict(((d['pool'], d['device']), row) for row in report['claims'] for d in row['devices'])
     for tile in tiles(board).values():
         row = held.get((tile['pool'], tile['device']))
@@ -145,7 +145,7 @@ def test_explanations_given_by_the_caller_are_used_as_they_are(broken, monkeypat
 
 def test_the_problems_are_dra_healths(broken):
     board = build(broken)
-    report = dra_model.analyze(now=NOW, **broken)
+    report = dra_health.analyze(now=NOW, **broken)
     assert [(p['severity'], p['type'], p['object'], p['reason'][:40]) for p in board['problems']] == \
         [(p['severity'], p['type'], p['object'], p['reason'][:40]) for p in report['problems']]
     assert (board['summary']['errors'], board['summary']['warnings']) == (10, 6) and not board['healthy']

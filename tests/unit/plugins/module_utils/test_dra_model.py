@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""dra_model.analyze() on recorded-style resource.k8s.io/v1 objects."""
+"""dra_health.analyze() on recorded-style resource.k8s.io/v1 objects."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ import time
 import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, parse_time
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 NOW = '2026-10-28T10:00:00Z'
@@ -31,7 +34,7 @@ def load(name):
 
 def analyze(data, **options):
     options.setdefault('now', NOW)
-    return dra_model.analyze(**dict(data, **options))
+    return dra_health.analyze(**dict(data, **options))
 
 
 def by_type(report, kind):
@@ -60,17 +63,17 @@ def broken_fixture():
 
 def test_parse_time_forms():
     utc = datetime.timezone.utc
-    assert dra_model.parse_time('2026-10-28T09:58:12Z') == datetime.datetime(2026, 10, 28, 9, 58, 12, tzinfo=utc)
-    assert dra_model.parse_time('2026-10-28T09:58:12.123456Z') == datetime.datetime(2026, 10, 28, 9, 58, 12, tzinfo=utc)
-    assert dra_model.parse_time('2026-10-28T11:58:12+02:00') == datetime.datetime(2026, 10, 28, 9, 58, 12, tzinfo=utc)
-    assert dra_model.parse_time(None) is None
-    assert dra_model.parse_time('yesterday') is None
+    assert parse_time('2026-10-28T09:58:12Z') == datetime.datetime(2026, 10, 28, 9, 58, 12, tzinfo=utc)
+    assert parse_time('2026-10-28T09:58:12.123456Z') == datetime.datetime(2026, 10, 28, 9, 58, 12, tzinfo=utc)
+    assert parse_time('2026-10-28T11:58:12+02:00') == datetime.datetime(2026, 10, 28, 9, 58, 12, tzinfo=utc)
+    assert parse_time(None) is None
+    assert parse_time('yesterday') is None
 
 
 @pytest.mark.parametrize('seconds, text', [(45, '45s'), (600, '10m'), (3600, '1h'), (5400, '1h30m'),
                                            (1047600, '12d'), (3 * 86400 + 7200, '3d2h')])
 def test_format_age(seconds, text):
-    assert dra_model.format_age(seconds) == text
+    assert format_age(seconds) == text
 
 
 # --------------------------------------------------------------------------- healthy lab
@@ -165,7 +168,7 @@ def test_broken_summary_and_counts(broken):
     assert severities == sorted(severities)  # errors first
     # The kubelet plugin checks need plugin_labels (test_driver_plugin_* below); the problems of the DRA features
     # have their tests in test_dra_model_features.py; every other type occurs here.
-    assert set(p['type'] for p in report['problems']) == set(dra_model.PROBLEM_TYPES) - set(PLUGIN_TYPES) - {
+    assert set(p['type'] for p in report['problems']) == set(dra_health.PROBLEM_TYPES) - set(PLUGIN_TYPES) - {
         'device_capacity_exceeded', 'device_tainted'}
 
 
@@ -382,7 +385,7 @@ def test_other_driver_publishes_nothing(healthy):
 
 
 def test_empty_cluster():
-    report = dra_model.analyze(now=NOW)
+    report = dra_health.analyze(now=NOW)
     assert report['healthy'] is True
     assert report['summary']['nodes_expected'] == 0
     assert report['claims'] == [] and report['problems'] == []
@@ -390,7 +393,7 @@ def test_empty_cluster():
 
 def test_report_lines_name_every_node_state_and_problem(broken):
     report = analyze(broken, expected_nodes=['node1', 'node2', 'node9'])
-    lines = dra_model.report_lines(report)
+    lines = dra_report.report_lines(report)
     summary = report['summary']
     assert lines[0] == 'DRA lab UNHEALTHY: %d error(s), %d warning(s)' % (summary['errors'], summary['warnings'])
     assert lines[1].startswith('Devices (gpu.example.com): %d/24 published on %d/3 nodes, '
@@ -403,7 +406,7 @@ def test_report_lines_name_every_node_state_and_problem(broken):
 
 
 def test_report_lines_of_an_empty_cluster():
-    lines = dra_model.report_lines(dra_model.analyze(now=NOW))
+    lines = dra_report.report_lines(dra_health.analyze(now=NOW))
     assert lines == ['DRA lab healthy: 0 error(s), 0 warning(s)',
                      'Devices (gpu.example.com): 0/0 published on 0/0 nodes, 0 allocated, 0 free',
                      'Claims: 0 total, 0 pending, 0 allocated (0 in use by pods)', 'Nodes: none', 'Problems: none']
@@ -552,13 +555,13 @@ def _many_pending_report(count=12):
 
 
 def test_report_lines_with_detail_give_one_line_per_problem_and_node():
-    lines = dra_model.report_lines(_many_pending_report())
+    lines = dra_report.report_lines(_many_pending_report())
     assert sum(1 for line in lines if 'claim_pending' in line or 'is pending' in line) == 12
     assert '  node-3: 8/8 devices, 1 slice(s), Ready' in lines
 
 
 def test_report_lines_without_detail_count_repeated_problems_in_one_line():
-    lines = dra_model.report_lines(_many_pending_report(), detail=False)
+    lines = dra_report.report_lines(_many_pending_report(), detail=False)
     pending = [line for line in lines if 'claim_pending' in line]
     assert len(pending) == 1
     assert pending[0].startswith('  WARNING 12 x claim_pending (all_matching_in_use): ResourceClaim load/claim-00, ')
@@ -571,35 +574,35 @@ def test_report_lines_without_detail_count_repeated_problems_in_one_line():
 
 def test_summarize_keeps_the_holding_claims_and_one_problem_per_repeated_kind():
     report = _many_pending_report()
-    small = dra_model.summarize(report)
+    small = dra_report.summarize(report)
     assert [c['name'] for c in small['claims']] == ['gpu']
     assert len(small['problems']) == 2
     grouped = small['problems'][1]
     assert grouped['count'] == 12 and grouped['objects'][0] == 'ResourceClaim load/claim-00'
-    assert len(grouped['objects']) == dra_model.SHOWN_NAMES
+    assert len(grouped['objects']) == dra_report.SHOWN_NAMES
     assert small['summary'] == report['summary']
     # The summarized report words the same lines.
-    assert dra_model.report_lines(small, detail=False) == dra_model.report_lines(report, detail=False)
+    assert dra_report.report_lines(small, detail=False) == dra_report.report_lines(report, detail=False)
 
 
 def test_few_problems_of_a_kind_keep_their_own_lines_without_detail():
-    lines = dra_model.report_lines(_many_pending_report(count=3), detail=False)
+    lines = dra_report.report_lines(_many_pending_report(count=3), detail=False)
     assert sum(1 for line in lines if 'is pending' in line) == 3
 
 
 @pytest.mark.parametrize('text', ['2026-10-28T09:12:00Z', '2026-10-28T09:12:00+02:00', '2026-10-28T09:12:00.123456Z',
                                   '2026-10-28T09:12:00.5Z', '2026-10-28T09:12:00+0200'])
 def test_parse_time_reads_every_rfc3339_form(text):
-    parsed = dra_model.parse_time(text)
+    parsed = parse_time(text)
     assert parsed.tzinfo is not None
-    assert parsed.replace(microsecond=0) == dra_model.parse_time(text[:19] + text[19:].lstrip('.0123456789')).replace(
+    assert parsed.replace(microsecond=0) == parse_time(text[:19] + text[19:].lstrip('.0123456789')).replace(
         microsecond=0)
 
 
 # --------------------------------------------------------------------------- the driver's kubelet plugin pods
 
 PLUGIN_TYPES = ('driver_plugin_missing', 'driver_plugin_not_ready', 'driver_plugin_restarted')
-LABELS = dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS
+LABELS = dra_objects.EXAMPLE_DRIVER_PLUGIN_LABELS
 
 
 def plugin_of(data, node):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""dra_model on the DRA features (dralab_dra_features): shared devices and their capacity, partitions counted
+"""The health analysis (dra/health.py) on the DRA features (dralab_dra_features): shared devices and their capacity, partitions counted
 per card, taints of the slice and of DeviceTaintRules, device status data, on the recorded healthy lab changed
 the way the driver publishes and the scheduler allocates with each feature on (dra-example-driver v0.4.0,
 Kubernetes 1.35 allocator)."""
@@ -13,7 +13,8 @@ import copy
 import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
 
 from test_dra_model import NOW, analyze, by_type, claim_row, find, load  # noqa: F401 (same fixtures)
 
@@ -59,7 +60,7 @@ def test_three_shares_of_one_card_are_healthy_with_50gi_left(shared):
                                 'compute': {'total': '100', 'used': '30', 'free': '70'}}}
     assert report['summary']['devices_shared'] == len(report['shared_devices'])
     assert ('  device gpu-7 on node node1 (driver gpu.example.com): 3 claims; compute 30 used, 70 free of 100, '
-            'memory 30Gi used, 50Gi free of 80Gi') in dra_model.report_lines(report)
+            'memory 30Gi used, 50Gi free of 80Gi') in dra_report.report_lines(report)
     assert claim_row(report, 'user05', 'small-2')['devices'][0]['consumed_capacity'] == {
         'memory': '10Gi', 'compute': '10'}
 
@@ -121,7 +122,7 @@ def test_partitions_are_counted_per_physical_card():
     assert by_type(report, 'device_count_short') == []
     assert report['summary']['nodes_complete'] == 3
     assert all(pool['consistent'] for pool in report['pools'])
-    assert dra_model.physical_cards(dra_model.build_pools(partitioned(load('healthy'))['slices'])[(DRIVER, 'node1')])[
+    assert dra_objects.physical_cards(dra_objects.build_pools(partitioned(load('healthy'))['slices'])[(DRIVER, 'node1')])[
         ('counters', 'gpu-0-counters')] == ['gpu-0-partition-0', 'gpu-0-partition-1', 'gpu-0-partition-2',
                                             'gpu-0-partition-3', 'gpu-0-full']
 

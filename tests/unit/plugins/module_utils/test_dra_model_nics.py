@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""dra_model, the explainer and the board on gpu_nic_numa: GPUs of gpu.example.com and NICs of net.example.com
+"""The health analysis (dra/health.py), the explainer and the board on gpu_nic_numa: GPUs of gpu.example.com and NICs of net.example.com
 side by side, a claim holding one of each, and a NIC shared by two claims.
 
 tests/unit/fixtures/dra/gpu_nic.json was recorded by tests/harness/record_gpu_nic.py from a 1.35.4 cluster with
@@ -20,11 +20,12 @@ import pytest
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import model as dra_model
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import NIC_DRIVER, PCIE_ROOT_ATTRIBUTE
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
-GPU_DRIVER = dra_model.DEFAULT_DRIVER
+GPU_DRIVER = dra_objects.DEFAULT_DRIVER
 NODES = ['node1', 'node2', 'node3']
 NOW = '2026-12-02T03:00:00Z'
 
@@ -36,7 +37,7 @@ def lab_fixture():
 
 
 def analyze(lab, driver=GPU_DRIVER, **options):
-    return dra_model.analyze(driver=driver, expected_nodes=NODES, stale_claim_age='100d', now=NOW,
+    return dra_health.analyze(driver=driver, expected_nodes=NODES, stale_claim_age='100d', now=NOW,
                              **dict(lab, **options))
 
 
@@ -111,7 +112,7 @@ def plugin_pod(driver, node, created, ready):
     return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {
         'name': '%s-kubeletplugin-%s' % (release, node), 'namespace': 'dra-example-driver',
         'uid': 'uid-%s-%s' % (release, node), 'creationTimestamp': created,
-        'labels': dict(dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS, **{'app.kubernetes.io/instance': release})},
+        'labels': dict(dra_objects.EXAMPLE_DRIVER_PLUGIN_LABELS, **{'app.kubernetes.io/instance': release})},
         'spec': {'nodeName': node, 'containers': [{'name': 'plugin', 'env': [
             {'name': 'DRIVER_NAME', 'value': driver}, {'name': 'DEVICE_PROFILE', 'value': driver.split('.')[0]}]}]},
         'status': {'phase': 'Running', 'conditions': [{'type': 'Ready', 'status': 'True' if ready else 'False'}],
@@ -123,7 +124,7 @@ def test_each_driver_judges_its_own_plugin_pod_not_the_other_release(lab):
     for node in NODES:
         lab['pods'].append(plugin_pod(GPU_DRIVER, node, '2026-12-02T02:00:00Z', ready=node != 'node1'))
         lab['pods'].append(plugin_pod(NIC_DRIVER, node, '2026-12-02T02:10:00Z', ready=True))
-    labels = dra_model.EXAMPLE_DRIVER_PLUGIN_LABELS
+    labels = dra_objects.EXAMPLE_DRIVER_PLUGIN_LABELS
     [problem] = analyze(lab, GPU_DRIVER, plugin_labels=labels)['problems']
     assert (problem['type'], problem['node'], problem['pod']) == (
         'driver_plugin_not_ready', 'node1', 'dra-example-driver/dra-example-driver-kubeletplugin-node1')

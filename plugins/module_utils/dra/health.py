@@ -27,33 +27,42 @@ analysis stays linear in the number of objects (72 seats and more).
 from __future__ import annotations
 
 import datetime
-import re
 from collections import defaultdict
 
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import condition, object_meta, object_name, object_namespace
-from ansible_collections.dralab.workshop.plugins.module_utils.values import (
-    SEAT_LABEL,
-    format_quantity,
-    is_decimal_quantity,
-    parse_duration,
-    parse_quantity,
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import (
+    DEFAULT_DRIVER,
+    ObjectIndex,
+    PLUGIN_DRIVER_ENV,
+    POD_CLAIM_NAME_ANNOTATION,
+    TERMINATED_PHASES,
+    allocated_devices,
+    capacity_rows,
+    claim_state,
+    device_status,
+    device_taints,
+    node_ready,
+    node_selected,
+    physical_cards,
+    taint_text,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import device_label, join_names, plural
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import condition, object_meta, object_name, object_namespace
+from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, format_age, parse_duration, parse_time
 
-DEFAULT_DRIVER = 'gpu.example.com'
-# The labels of the example driver chart's kubelet plugin pods (its DaemonSet <release>-kubeletplugin).
-EXAMPLE_DRIVER_PLUGIN_LABELS = {'app.kubernetes.io/name': 'dra-example-driver',
-                                'app.kubernetes.io/component': 'kubeletplugin'}
-# The environment variable of the example chart's plugin container that names the driver it serves.
-PLUGIN_DRIVER_ENV = 'DRIVER_NAME'
+
 # Problems of a node that restarting its kubelet plugin pod may mend (it publishes its devices again).
 PLUGIN_MENDS = ('node_missing_slice', 'device_count_short', 'driver_plugin_not_ready')
+
+
 # A kubelet plugin container that ended within this many seconds is reported as a recent restart.
 PLUGIN_RESTART_WINDOW = 600
-POD_CLAIM_NAME_ANNOTATION = 'resource.kubernetes.io/pod-claim-name'
-TERMINATED_PHASES = ('Succeeded', 'Failed')
+
 
 ERROR = 'error'
+
+
 WARNING = 'warning'
+
 
 PROBLEM_TYPES = (
     'node_missing_slice',
@@ -72,79 +81,6 @@ PROBLEM_TYPES = (
     'device_tainted',
 )
 
-_UTC = datetime.timezone.utc
-
-
-# ---------------------------------------------------------------------------
-# Small helpers
-# ---------------------------------------------------------------------------
-
-def parse_time(value):
-    """An aware UTC datetime from an RFC 3339 API timestamp (None if missing or unreadable)."""
-    if not value:
-        return None
-    if isinstance(value, datetime.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=_UTC)
-    text = str(value).strip()
-    if text.endswith('Z') or text.endswith('z'):
-        text = text[:-1] + '+00:00'
-    if len(text) == 25 and text[10] == 'T':
-        # The API's own form (2026-10-28T09:12:00Z): fromisoformat reads it on every Python this runs on.
-        try:
-            return datetime.datetime.fromisoformat(text).astimezone(_UTC)
-        except ValueError:
-            pass
-    match = re.match(r'^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?([+-]\d{2}:?\d{2})?$', text)
-    if not match:
-        return None
-    offset = match.group(3) or '+00:00'
-    try:
-        parsed = datetime.datetime.strptime(match.group(1) + offset.replace(':', ''), '%Y-%m-%dT%H:%M:%S%z')
-    except ValueError:
-        return None
-    return parsed.astimezone(_UTC)
-
-
-def format_time(moment):
-    """RFC 3339 in UTC with seconds, as the API writes timestamps (None for None)."""
-    if moment is None:
-        return None
-    return moment.astimezone(_UTC).strftime('%Y-%m-%dT%H:%M:%SZ')
-
-
-def format_age(seconds):
-    """Short human age as kubectl prints it: 45s, 12m, 3h5m, 12d."""
-    if seconds is None:
-        return 'unknown time'
-    seconds = max(int(seconds), 0)
-    if seconds < 120:
-        return '%ds' % seconds
-    minutes = seconds // 60
-    if minutes < 60:
-        return '%dm' % minutes
-    hours = minutes // 60
-    if hours < 48:
-        return '%dh%dm' % (hours, minutes % 60) if minutes % 60 else '%dh' % hours
-    days = hours // 24
-    return '%dd%dh' % (days, hours % 24) if days < 7 and hours % 24 else '%dd' % days
-
-
-# An age as format_age writes it, within a sentence.
-AGE_PATTERN = re.compile(r'\b\d+(?:[dh]\d+[hm]|[smhd])\b')
-
-
-def plural(count, word, plural_form=None):
-    """'1 GPU', '3 GPUs': a count with its noun."""
-    return '%d %s' % (count, word if count == 1 else (plural_form or word + 's'))
-
-
-def join_names(names):
-    """'a', 'a and b', 'a, b and c'."""
-    names = list(names)
-    if len(names) <= 1:
-        return ''.join(names)
-    return ', '.join(names[:-1]) + ' and ' + names[-1]
-
 
 def _problem(kind, severity, obj, reason, **extra):
     problem = {'type': kind, 'severity': severity, 'object': obj, 'reason': reason}
@@ -152,242 +88,11 @@ def _problem(kind, severity, obj, reason, **extra):
     return problem
 
 
-def _device_label(driver, pool, device, pool_node):
-    if pool_node:
-        return 'device %s on node %s (driver %s)' % (device, pool_node, driver)
-    return 'device %s in pool %s (driver %s)' % (device, pool, driver)
-
-
-# ---------------------------------------------------------------------------
-# Claims and the pods that use them (also can-has-gpu's and the explainer's)
-# ---------------------------------------------------------------------------
-
-def allocated_devices(claim):
-    """The allocation results of a claim: dicts with driver, pool, device, request (empty when pending)."""
-    allocation = (claim.get('status') or {}).get('allocation') or {}
-    return list((allocation.get('devices') or {}).get('results') or [])
-
-
-def claim_state(claim):
-    """The state the API records: 'pending' (no allocation), 'reserved' (allocated, reservedFor names a
-    consumer) or 'allocated' (allocated, reserved for nobody)."""
-    status = claim.get('status') or {}
-    if not status.get('allocation'):
-        return 'pending'
-    return 'reserved' if status.get('reservedFor') else 'allocated'
-
-
-class PodIndex:
-    """Pods indexed once, by uid, by namespace/name and by the claims they name, so that finding the pods
-    of every claim stays linear in the number of pods."""
-
-    def __init__(self, pods):
-        self.by_uid = {}
-        self.by_key = {}
-        self.by_claim = defaultdict(list)
-        self._position = {}
-        for position, pod in enumerate(pods or []):
-            meta = object_meta(pod)
-            key = (meta.get('namespace'), meta.get('name'))
-            self._position[id(pod)] = position
-            self.by_key[key] = pod
-            if meta.get('uid'):
-                self.by_uid[meta['uid']] = pod
-            claim_names = set(ref.get('resourceClaimName') for ref in (pod.get('spec') or {}).get('resourceClaims') or [])
-            claim_names.update(st.get('resourceClaimName')
-                               for st in (pod.get('status') or {}).get('resourceClaimStatuses') or [])
-            for claim_name in claim_names:
-                if claim_name:
-                    self.by_claim[(key[0], claim_name)].append(pod)
-
-    def consumers(self, claim):
-        """Pods of the claim's namespace that use it: by name in spec.resourceClaims, by generated name in
-        status.resourceClaimStatuses, as its owner, or in its reservedFor; each once, in the order given."""
-        meta = object_meta(claim)
-        namespace = meta.get('namespace')
-        found = dict((id(pod), pod) for pod in self.by_claim.get((namespace, meta.get('name')), ()))
-        uids = [ref.get('uid') for ref in meta.get('ownerReferences') or [] if ref.get('kind') == 'Pod']
-        uids += [ref.get('uid') for ref in (claim.get('status') or {}).get('reservedFor') or []]
-        for uid in uids:
-            pod = self.by_uid.get(uid) if uid else None
-            if pod is not None and object_namespace(pod) == namespace:
-                found[id(pod)] = pod
-        return sorted(found.values(), key=lambda pod: self._position[id(pod)])
-
-    def reservations(self, claim):
-        """The pods of the claim's reservedFor: (live pods, [(name, why) for each one gone or terminated]).
-
-        Consumers that are not pods are left out. A pod is found by uid; a new pod with the same name is
-        another pod.
-        """
-        namespace = object_namespace(claim)
-        alive = []
-        missing = []
-        for consumer in (claim.get('status') or {}).get('reservedFor') or []:
-            if consumer.get('resource') != 'pods' or consumer.get('apiGroup'):
-                continue
-            uid = consumer.get('uid')
-            pod = self.by_uid.get(uid) if uid else self.by_key.get((namespace, consumer.get('name')))
-            if pod is None:
-                same_name = self.by_key.get((namespace, consumer.get('name')))
-                missing.append((consumer.get('name'), 'no longer exists' + (
-                    ' (a new pod with the same name has a different uid)' if same_name is not None else '')))
-                continue
-            phase = (pod.get('status') or {}).get('phase')
-            if phase in TERMINATED_PHASES:
-                missing.append((consumer.get('name'), 'has terminated (%s)' % phase))
-                continue
-            alive.append(pod)
-        return alive, missing
-
-
-def claim_pods(claim, pods):
-    """The pods (of a list) that use a claim (PodIndex.consumers)."""
-    return PodIndex(pods).consumers(claim)
-
-
-def in_use(claim, pods):
-    """Whether a pod that has not finished holds the claim's reservation (PodIndex.reservations)."""
-    return bool(PodIndex(pods).reservations(claim)[0])
-
-
-# ---------------------------------------------------------------------------
-# Indexes
-# ---------------------------------------------------------------------------
-
-class _Index:
-    """Every input indexed once."""
-
-    def __init__(self, device_classes, slices, claims, pods, nodes, namespaces, events):
-        self.claims = claims or []
-        self.slice_counts = defaultdict(int)  # (driver, node) -> slices of every generation
-        for rslice in slices or []:
-            spec = rslice.get('spec') or {}
-            if spec.get('nodeName'):
-                self.slice_counts[(spec.get('driver'), spec['nodeName'])] += 1
-        self.device_classes = set(object_name(dc) for dc in device_classes or [])
-        self.nodes = dict((object_name(node), node) for node in nodes or [])
-        self.namespaces = dict((object_name(ns), ns) for ns in namespaces or [])
-        self.pods = PodIndex(pods)
-        self.events_by_uid = {}
-        self.events_by_key = {}
-        for event in events or []:
-            if event.get('reason') != 'FailedScheduling':
-                continue
-            involved = event.get('involvedObject') or event.get('regarding') or {}
-            if involved.get('kind', 'Pod') != 'Pod':
-                continue
-            stamp = _event_time(event)
-            for table, key in ((self.events_by_uid, involved.get('uid')),
-                               (self.events_by_key, (involved.get('namespace'), involved.get('name')))):
-                if not key or key == (None, None):
-                    continue
-                current = table.get(key)
-                if current is None or stamp > current[0]:
-                    table[key] = (stamp, event)
-        self.pools = build_pools(slices or [])
-        self.devices = {}
-        for pool in self.pools.values():
-            for device_name, device in pool['devices'].items():
-                self.devices[(pool['driver'], pool['pool'], device_name)] = device
-
-    def newest_failed_scheduling(self, pod):
-        meta = object_meta(pod)
-        found = self.events_by_uid.get(meta.get('uid')) or self.events_by_key.get((meta.get('namespace'), meta.get('name')))
-        return found[1] if found else None
-
-    def pool_node(self, driver, pool):
-        entry = self.pools.get((driver, pool))
-        return entry['node'] if entry else None
-
-
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
-
-
-def _event_time(event):
-    series = event.get('series') or {}
-    stamps = [parse_time(series.get('lastObservedTime')), parse_time(event.get('lastTimestamp')),
-              parse_time(event.get('eventTime')), parse_time(event.get('firstTimestamp')),
-              parse_time(object_meta(event).get('creationTimestamp'))]
-    stamps = [stamp for stamp in stamps if stamp is not None]
-    return max(stamps) if stamps else _EPOCH
-
-
-def build_pools(slices):
-    """Group ResourceSlices by (driver, pool); keep the devices of the newest generation."""
-    grouped = defaultdict(list)
-    for rslice in slices:
-        spec = rslice.get('spec') or {}
-        pool = spec.get('pool') or {}
-        grouped[(spec.get('driver'), pool.get('name'))].append(rslice)
-    pools = {}
-    for (driver, pool_name), members in grouped.items():
-        generations = sorted(set(int((m['spec'].get('pool') or {}).get('generation') or 0) for m in members))
-        newest = generations[-1]
-        current = [m for m in members if int((m['spec'].get('pool') or {}).get('generation') or 0) == newest]
-        counts = sorted(set(int((m['spec'].get('pool') or {}).get('resourceSliceCount') or 0) for m in current))
-        node = None
-        devices = {}
-        for member in current:
-            spec = member['spec']
-            node = node or spec.get('nodeName')
-            for device in spec.get('devices') or []:
-                devices[device.get('name')] = device
-        expected_count = counts[-1] if counts else 0
-        pools[(driver, pool_name)] = {
-            'driver': driver,
-            'pool': pool_name,
-            'node': node,
-            'generation': newest,
-            'generations': generations,
-            'resource_slice_count': expected_count,
-            'slice_counts': counts,
-            'slices_seen': len(current),
-            'devices': devices,
-        }
-    return pools
-
-
-# ---------------------------------------------------------------------------
-# Checks
-# ---------------------------------------------------------------------------
-
-def _node_ready(node):
-    if node is None:
-        return None
-    cond = condition(node, 'Ready')
-    return bool(cond and cond.get('status') == 'True')
-
-
-def _selected(node, selector):
-    labels = object_meta(node).get('labels') or {}
-    for key, value in (selector or {}).items():
-        if key not in labels:
-            return False
-        if value is not None and str(labels[key]) != str(value):
-            return False
-    return True
-
-
-def physical_cards(pool):
-    """The physical cards of a pool: one per shared counter set its devices consume, one per other device.
-
-    A partitionable card is published as its partitions and itself whole, all consuming the counters of one
-    counter set; returns {card: [device names]}.
-    """
-    cards = defaultdict(list)
-    for device_name, device in pool['devices'].items():
-        sets = sorted(set(item.get('counterSet') for item in device.get('consumesCounters') or []
-                          if item.get('counterSet')))
-        cards[('counters',) + tuple(sets) if sets else ('device', device_name)].append(device_name)
-    return cards
-
-
 def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problems):
     if expected_nodes:
         expected = list(dict.fromkeys(expected_nodes))
     else:
-        expected = sorted(name for name, node in index.nodes.items() if _selected(node, node_selector))
+        expected = sorted(name for name, node in index.nodes.items() if node_selected(node, node_selector))
     published = defaultdict(set)  # node -> its physical cards
     device_counts = defaultdict(int)
     for pool in index.pools.values():
@@ -400,7 +105,7 @@ def _check_nodes(index, driver, per_node, expected_nodes, node_selector, problem
     rows = []
     for name in names:
         node = index.nodes.get(name)
-        ready = _node_ready(node)
+        ready = node_ready(node)
         count = len(published.get(name, ()))
         want = per_node if name in expected_set else 0
         rows.append({'name': name, 'driver': driver, 'published': count, 'expected': want,
@@ -466,7 +171,7 @@ def _plugin_state(pod):
         why.append((ready_cond.get('reason') or 'not Ready') if ready_cond else 'no Ready condition')
     ended = [c['lastState']['terminated'] for c in containers
              if ((c.get('lastState') or {}).get('terminated') or {}).get('finishedAt')]
-    newest = max(ended, key=lambda t: parse_time(t['finishedAt']) or datetime.datetime.min.replace(tzinfo=_UTC),
+    newest = max(ended, key=lambda t: parse_time(t['finishedAt']) or datetime.datetime.min.replace(tzinfo=datetime.timezone.utc),
                  default=None)
     return ready, ', '.join(why), restarts, newest
 
@@ -491,7 +196,7 @@ def _check_plugins(index, driver, plugin_labels, expected, now, problems):
     by_node = defaultdict(list)
     for pod in index.pods.by_key.values():
         node_name = (pod.get('spec') or {}).get('nodeName')
-        if node_name and _selected(pod, plugin_labels) and plugin_driver(pod) in (None, driver):
+        if node_name and node_selected(pod, plugin_labels) and plugin_driver(pod) in (None, driver):
             by_node[node_name].append(pod)
     selector = ','.join('%s=%s' % (k, v) if v is not None else k for k, v in sorted(plugin_labels.items()))
     plugin_pods = {}
@@ -730,47 +435,6 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
     return rows, allocations
 
 
-def device_status(claim):
-    """What drivers wrote about the claim's devices (status.devices): driver, pool, device, data, conditions."""
-    rows = []
-    for item in (claim.get('status') or {}).get('devices') or []:
-        rows.append({'driver': item.get('driver'), 'pool': item.get('pool'), 'device': item.get('device'),
-                     'share_id': item.get('shareID'), 'data': item.get('data'),
-                     'conditions': [dict((k, c.get(k)) for k in ('type', 'status', 'reason', 'message'))
-                                    for c in item.get('conditions') or []],
-                     'network_data': item.get('networkData')})
-    return rows
-
-
-def capacity_rows(device, consumed):
-    """[{name, total, used, free, over}] of a shared device's capacities, sorted by name, given the
-    consumedCapacity mappings of the allocations that share it (also the board's and the explainer's). An
-    allocation that records no consumedCapacity (made while the device was not shareable) holds all of it."""
-    rows = []
-    for name, entry in sorted((device.get('capacity') or {}).items()):
-        try:
-            total = parse_quantity((entry or {}).get('value'))
-        except ValueError:
-            continue
-        used = 0
-        for amounts in consumed:
-            try:
-                used += parse_quantity(amounts.get(name, '0')) if amounts else total
-            except ValueError:
-                continue
-        # Written as the driver publishes it: a NIC's 100G bandwidth in decimal units, a GPU's 80Gi in binary.
-        decimal = is_decimal_quantity((entry or {}).get('value'))
-        rows.append({'name': name, 'total': format_quantity(total, decimal), 'used': format_quantity(used, decimal),
-                     'free': format_quantity(max(total - used, 0), decimal), 'over': used > total})
-    return rows
-
-
-def taint_text(taint):
-    """key=value:Effect of a device taint."""
-    value = '=' + str(taint['value']) if taint.get('value') else ''
-    return '%s%s:%s' % (taint.get('key'), value, taint.get('effect'))
-
-
 def _check_shared_devices(index, allocations, problems):
     """A row per shared device (allowMultipleAllocations) in use: its claims and capacity used/free; an error
     when the claims consume more than it has."""
@@ -795,26 +459,10 @@ def _check_shared_devices(index, allocations, problems):
                 '%s is shared (allowMultipleAllocations) by %s, whose consumed capacity is more than the device has '
                 '(%s): their workloads were promised more than the card holds. An allocation is stale or was '
                 'written by hand: delete the newest claim (kubectl -n %s delete resourceclaim %s) and check the '
-                'kube-scheduler logs.' % (_device_label(driver, pool, name, node), join_names(holders),
+                'kube-scheduler logs.' % (device_label(driver, pool, name, node), join_names(holders),
                                           '; '.join(over), holders[-1].split('/', 1)[0], holders[-1].split('/', 1)[1]),
                 driver=driver, pool=pool, device=name, claims=holders))
     return rows
-
-
-def _rule_matches(rule, driver, pool, device_name):
-    selector = (rule.get('spec') or {}).get('deviceSelector') or {}
-    return all(selector.get(field) in (None, value)
-               for field, value in (('driver', driver), ('pool', pool), ('device', device_name)))
-
-
-def device_taints(driver, pool, device_name, device, rules):
-    """The taints of a device: its own (rule None) and those of the DeviceTaintRules that select it (rule = name);
-    each with key, value, effect, rule (also the explainer's)."""
-    taints = [dict(taint, rule=None) for taint in device.get('taints') or []]
-    for rule in rules or []:
-        if _rule_matches(rule, driver, pool, device_name):
-            taints.append(dict((rule.get('spec') or {}).get('taint') or {}, rule=object_name(rule)))
-    return [dict((k, taint.get(k)) for k in ('key', 'value', 'effect', 'rule')) for taint in taints]
 
 
 def _check_taints(index, rules, problems):
@@ -833,7 +481,7 @@ def _check_taints(index, rules, problems):
             problems.append(_problem(
                 'device_tainted', WARNING, 'Device %s/%s/%s' % (pool['driver'], pool['pool'], device_name),
                 '%s is tainted %s: claims that do not tolerate it do not get it%s.'
-                % (_device_label(pool['driver'], pool['pool'], device_name, pool['node']), text,
+                % (device_label(pool['driver'], pool['pool'], device_name, pool['node']), text,
                    ' (NoExecute also evicts the pods using it)' if any(t['effect'] == 'NoExecute' for t in taints)
                    else ''),
                 driver=pool['driver'], pool=pool['pool'], device=device_name, taints=taints))
@@ -857,14 +505,10 @@ def _check_double_allocations(index, allocations, problems):
             '%s is allocated to %d claims (%s) but does not allow multiple allocations, so their workloads '
             'share one GPU without knowing it. One allocation is stale or was written by hand: delete the claim '
             'that should not have it (for example kubectl -n %s delete resourceclaim %s) and check the '
-            'kube-scheduler logs.' % (_device_label(driver, pool, name, node), len(holders), join_names(holders),
+            'kube-scheduler logs.' % (device_label(driver, pool, name, node), len(holders), join_names(holders),
                                       ns, claim_name),
             driver=driver, pool=pool, device=name, claims=holders))
 
-
-# ---------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------
 
 def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None, namespaces=None, events=None,
             driver=DEFAULT_DRIVER, expected_devices_per_node=8, expected_nodes=None, node_selector=None,
@@ -880,9 +524,9 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
     explanations: {"namespace/name": dra_explain result} for pending claims; each claim_pending problem
     then adds the explainer's reason code and sentence to the scheduler's text.
     """
-    now = parse_time(now) if now is not None else datetime.datetime.now(_UTC)
+    now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
     stale_after = parse_duration(stale_claim_age)
-    index = _Index(device_classes, slices, claims, pods, nodes, namespaces, events)
+    index = ObjectIndex(device_classes, slices, claims, pods, nodes, namespaces, events)
 
     problems = []
     node_rows, expected = _check_nodes(index, driver, int(expected_devices_per_node), expected_nodes,
@@ -937,95 +581,3 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
         'shared_devices': shared_rows,
         'tainted_devices': taint_rows,
     }
-
-
-# Without detail, more problems than this of one kind (severity, type, explainer reason) become one line,
-# which gives the count and the first SHOWN_NAMES objects; so do more nodes than this in the same state.
-AGGREGATE_AT = 5
-SHOWN_NAMES = 5
-
-
-def _groups(rows, key):
-    """rows grouped by key(row), in the order each key first appears: [[row, ...], ...]."""
-    groups = {}
-    for row in rows:
-        groups.setdefault(key(row), []).append(row)
-    return list(groups.values())
-
-
-def _problem_kind(problem):
-    return problem['severity'], problem['type'], problem.get('explain_reason')
-
-
-def _first_names(names, total):
-    shown = ', '.join(names[:SHOWN_NAMES])
-    return shown + (' and %d more' % (total - SHOWN_NAMES) if total > SHOWN_NAMES else '')
-
-
-def _node_state(node):
-    state = 'not in the cluster' if node['ready'] is None else ('Ready' if node['ready'] else 'NotReady')
-    return '%d/%d devices, %d slice(s), %s' % (node['published'], node['expected'], node['slices'], state)
-
-
-def report_lines(report, detail=True):
-    """The health report as the lab_health role prints it: a summary, one line per node, one per problem.
-
-    Without detail, repeated problems (and nodes in the same state) share one line with their count and
-    the first few names, so 9,000 pending claims take one line and every kind of problem is still named.
-    """
-    summary = report['summary']
-    lines = [
-        'DRA lab %s: %d error(s), %d warning(s)' % ('healthy' if report['healthy'] else 'UNHEALTHY',
-                                                    summary['errors'], summary['warnings']),
-        'Devices (%s): %d/%d published on %d/%d nodes, %d allocated, %d free' % (
-            summary['driver'], summary['devices_published'], summary['devices_expected'],
-            summary['nodes_publishing'], summary['nodes_expected'], summary['devices_allocated'],
-            summary['devices_free']),
-        'Claims: %d total, %d pending, %d allocated (%d in use by pods)' % (
-            summary['claims_total'], summary['claims_pending'], summary['claims_allocated'],
-            summary['claims_reserved']),
-    ]
-    if report.get('shared_devices'):
-        lines.append('Shared devices (consumable capacity):')
-    for row in report.get('shared_devices') or []:
-        use = ', '.join('%s %s used, %s free of %s' % (name, item['used'], item['free'], item['total'])
-                        for name, item in sorted(row['capacity'].items()))
-        lines.append('  %s: %s; %s' % (_device_label(row['driver'], row['pool'], row['device'], row['node']),
-                                       plural(len(row['claims']), 'claim'), use or 'no capacity published'))
-    lines.append('Nodes:' + ('' if report['nodes'] else ' none'))
-    for nodes in _groups(report['nodes'], (lambda node: node['name']) if detail else _node_state):
-        if len(nodes) <= AGGREGATE_AT:
-            lines.extend('  %s: %s' % (node['name'], _node_state(node)) for node in nodes)
-        else:
-            lines.append('  %d nodes: %s (%s)' % (len(nodes), _node_state(nodes[0]),
-                                                  _first_names([node['name'] for node in nodes], len(nodes))))
-    lines.append('Problems:' + ('' if report['problems'] else ' none'))
-    for problems in _groups(report['problems'], id if detail else _problem_kind):
-        first = problems[0]
-        count = sum(problem.get('count', 1) for problem in problems)
-        if count <= AGGREGATE_AT and 'objects' not in first:
-            lines.extend('  %s %s: %s' % (problem['severity'].upper(), problem['object'], problem['reason'])
-                         for problem in problems)
-            continue
-        objects = first.get('objects') or [problem['object'] for problem in problems]
-        lines.append('  %s %d x %s%s: %s. The first: %s' % (
-            first['severity'].upper(), count, first['type'],
-            ' (%s)' % first['explain_reason'] if first.get('explain_reason') else '',
-            _first_names(objects, count), first['reason']))
-    return lines
-
-
-def summarize(report):
-    """The report without per-claim detail: claims holding devices only, repeated problems as one each.
-
-    A problem of a kind (see report_lines) that occurs more than AGGREGATE_AT times is kept once, with
-    count (how many) and objects (the first SHOWN_NAMES); summary keeps every count.
-    """
-    problems = []
-    for group in _groups(report['problems'], _problem_kind):
-        if len(group) <= AGGREGATE_AT:
-            problems.extend(group)
-            continue
-        problems.append(dict(group[0], count=len(group), objects=[p['object'] for p in group[:SHOWN_NAMES]],
-                             object='%s and %d more' % (group[0]['object'], len(group) - 1)))
-    return dict(report, problems=problems, claims=[claim for claim in report['claims'] if claim['state'] != 'pending'])

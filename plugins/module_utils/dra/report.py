@@ -1,0 +1,103 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The health report as people read it: the lines lab_health prints, and the summary dra_health returns
+without per-claim detail."""
+
+from __future__ import annotations
+
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import device_label, plural
+
+
+# Without detail, more problems than this of one kind (severity, type, explainer reason) become one line,
+# which gives the count and the first SHOWN_NAMES objects; so do more nodes than this in the same state.
+AGGREGATE_AT = 5
+
+
+SHOWN_NAMES = 5
+
+
+def _groups(rows, key):
+    """rows grouped by key(row), in the order each key first appears: [[row, ...], ...]."""
+    groups = {}
+    for row in rows:
+        groups.setdefault(key(row), []).append(row)
+    return list(groups.values())
+
+
+def _problem_kind(problem):
+    return problem['severity'], problem['type'], problem.get('explain_reason')
+
+
+def _first_names(names, total):
+    shown = ', '.join(names[:SHOWN_NAMES])
+    return shown + (' and %d more' % (total - SHOWN_NAMES) if total > SHOWN_NAMES else '')
+
+
+def _node_state(node):
+    state = 'not in the cluster' if node['ready'] is None else ('Ready' if node['ready'] else 'NotReady')
+    return '%d/%d devices, %d slice(s), %s' % (node['published'], node['expected'], node['slices'], state)
+
+
+def report_lines(report, detail=True):
+    """The health report as the lab_health role prints it: a summary, one line per node, one per problem.
+
+    Without detail, repeated problems (and nodes in the same state) share one line with their count and
+    the first few names, so 9,000 pending claims take one line and every kind of problem is still named.
+    """
+    summary = report['summary']
+    lines = [
+        'DRA lab %s: %d error(s), %d warning(s)' % ('healthy' if report['healthy'] else 'UNHEALTHY',
+                                                    summary['errors'], summary['warnings']),
+        'Devices (%s): %d/%d published on %d/%d nodes, %d allocated, %d free' % (
+            summary['driver'], summary['devices_published'], summary['devices_expected'],
+            summary['nodes_publishing'], summary['nodes_expected'], summary['devices_allocated'],
+            summary['devices_free']),
+        'Claims: %d total, %d pending, %d allocated (%d in use by pods)' % (
+            summary['claims_total'], summary['claims_pending'], summary['claims_allocated'],
+            summary['claims_reserved']),
+    ]
+    if report.get('shared_devices'):
+        lines.append('Shared devices (consumable capacity):')
+    for row in report.get('shared_devices') or []:
+        use = ', '.join('%s %s used, %s free of %s' % (name, item['used'], item['free'], item['total'])
+                        for name, item in sorted(row['capacity'].items()))
+        lines.append('  %s: %s; %s' % (device_label(row['driver'], row['pool'], row['device'], row['node']),
+                                       plural(len(row['claims']), 'claim'), use or 'no capacity published'))
+    lines.append('Nodes:' + ('' if report['nodes'] else ' none'))
+    for nodes in _groups(report['nodes'], (lambda node: node['name']) if detail else _node_state):
+        if len(nodes) <= AGGREGATE_AT:
+            lines.extend('  %s: %s' % (node['name'], _node_state(node)) for node in nodes)
+        else:
+            lines.append('  %d nodes: %s (%s)' % (len(nodes), _node_state(nodes[0]),
+                                                  _first_names([node['name'] for node in nodes], len(nodes))))
+    lines.append('Problems:' + ('' if report['problems'] else ' none'))
+    for problems in _groups(report['problems'], id if detail else _problem_kind):
+        first = problems[0]
+        count = sum(problem.get('count', 1) for problem in problems)
+        if count <= AGGREGATE_AT and 'objects' not in first:
+            lines.extend('  %s %s: %s' % (problem['severity'].upper(), problem['object'], problem['reason'])
+                         for problem in problems)
+            continue
+        objects = first.get('objects') or [problem['object'] for problem in problems]
+        lines.append('  %s %d x %s%s: %s. The first: %s' % (
+            first['severity'].upper(), count, first['type'],
+            ' (%s)' % first['explain_reason'] if first.get('explain_reason') else '',
+            _first_names(objects, count), first['reason']))
+    return lines
+
+
+def summarize(report):
+    """The report without per-claim detail: claims holding devices only, repeated problems as one each.
+
+    A problem of a kind (see report_lines) that occurs more than AGGREGATE_AT times is kept once, with
+    count (how many) and objects (the first SHOWN_NAMES); summary keeps every count.
+    """
+    problems = []
+    for group in _groups(report['problems'], _problem_kind):
+        if len(group) <= AGGREGATE_AT:
+            problems.extend(group)
+            continue
+        problems.append(dict(group[0], count=len(group), objects=[p['object'] for p in group[:SHOWN_NAMES]],
+                             object='%s and %d more' % (group[0]['object'], len(group) - 1)))
+    return dict(report, problems=problems, claims=[claim for claim in report['claims'] if claim['state'] != 'pending'])
