@@ -102,7 +102,7 @@ generated:
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
@@ -124,8 +124,8 @@ def argspec():
 
 def run(module, client, now=None):
     params = module.params
-    if not dra_cel.HAS_CEL:
-        module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
+    if not cel_types.HAS_CEL:
+        module.fail_json(msg=missing_required_lib(cel_types.CEL_LIBRARY), exception=cel_types.CEL_IMPORT_ERROR)
     for option in ('lease_max', 'stale_claim_age'):
         try:
             parse_duration(params[option])

@@ -506,7 +506,7 @@ import datetime
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
@@ -556,8 +556,8 @@ def unhealthy_message(report, reasons=True):
 def run(module, client, now=None):
     """Collect, analyse, then exit (or fail) the module. now: injectable time for tests."""
     params = module.params
-    if not dra_cel.HAS_CEL:
-        module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
+    if not cel_types.HAS_CEL:
+        module.fail_json(msg=missing_required_lib(cel_types.CEL_LIBRARY), exception=cel_types.CEL_IMPORT_ERROR)
     try:
         stale_after = parse_duration(params['stale_claim_age'])
     except ValueError as exc:

@@ -195,6 +195,7 @@ api:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import feature_gates, feature_problems
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import admin_kubeconfig
 
@@ -260,8 +261,8 @@ def api_identity(resolved):
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    if not dra_cel.HAS_CEL:
-        module.fail_json(msg=missing_required_lib(dra_cel.CEL_LIBRARY), exception=dra_cel.CEL_IMPORT_ERROR)
+    if not cel_types.HAS_CEL:
+        module.fail_json(msg=missing_required_lib(cel_types.CEL_LIBRARY), exception=cel_types.CEL_IMPORT_ERROR)
     resolved, errors = resolve_hosts(module.params.get('host_settings') or {})
     config = lab_config(module.params, resolved)
     more_errors, warnings = validate(config, compile_problem=cel_checker(config))

@@ -31,6 +31,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.values import AGE_PATTERN, format_time, parse_time
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import natural_key
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
@@ -128,7 +129,7 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
         if pool['driver'] != driver:
             continue
         node = pool['node'] or pool['pool']
-        for name in sorted(pool['devices'], key=dra_explain.natural_key):
+        for name in sorted(pool['devices'], key=natural_key):
             spec = pool['devices'][name]
             mine = sorted(holders.get((pool['pool'], name), ()), key=lambda h: (h['namespace'] or '', h['claim']))
             taints = taints_by_device.get((pool['pool'], name), [])
@@ -139,7 +140,7 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
                 'device': name, 'pool': pool['pool'], 'node': node, 'state': state, 'taints': taints,
                 'memory': _memory(spec), 'shared': shared, 'capacity': _capacity(spec, mine) if shared else [],
                 'holders': [dict((k, v) for k, v in h.items() if k != 'consumed') for h in mine]})
-    node_names = list(node_rows) + sorted(set(tiles_by_node) - set(node_rows), key=dra_explain.natural_key)
+    node_names = list(node_rows) + sorted(set(tiles_by_node) - set(node_rows), key=natural_key)
     board_nodes = []
     for name in node_names:
         row = node_rows.get(name) or {}
@@ -200,7 +201,7 @@ def _seats(seats, claim_rows, objects, people, activity, driver):
             else:
                 companions[row['namespace']].append('%s (%s)' % (where, device['driver']))
     rows = []
-    for namespace, seat in sorted(seats.items(), key=lambda item: dra_explain.natural_key(item[1])):
+    for namespace, seat in sorted(seats.items(), key=lambda item: natural_key(item[1])):
         rows.append({'seat': seat, 'namespace': namespace, 'person': people.get(seat),
                      'holds': len(held[namespace]), 'devices': held[namespace] + companions[namespace],
                      'pending': waiting[namespace],

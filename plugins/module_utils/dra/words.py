@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def plural(count, word, plural_form=None):
     """'1 GPU', '3 GPUs': a count with its noun."""
@@ -23,3 +25,10 @@ def device_label(driver, pool, device, pool_node):
     if pool_node:
         return 'device %s on node %s (driver %s)' % (device, pool_node, driver)
     return 'device %s in pool %s (driver %s)' % (device, pool, driver)
+
+
+_NATURAL = re.compile(r'(\d+)')
+
+
+def natural_key(text):
+    return [int(part) if part.isdigit() else part for part in _NATURAL.split(text or '')]

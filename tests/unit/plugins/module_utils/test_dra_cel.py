@@ -11,6 +11,8 @@ import pathlib
 import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_functions
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 DRIVER = 'gpu.example.com'
@@ -119,7 +121,7 @@ def test_non_matching_expressions(gpu, expression):
 def test_compile_problems_name_the_problem(gpu, expression, words):
     problem = dra_cel.compile_problem(expression)
     assert problem and words in problem
-    with pytest.raises(dra_cel.CelError, match='CEL expression|empty'):
+    with pytest.raises(cel_types.CelError, match='CEL expression|empty'):
         dra_cel.device_matches(expression, gpu, DRIVER)
 
 
@@ -131,7 +133,7 @@ def test_valid_but_unmodeled_expressions_compile(expression):
 @pytest.mark.parametrize('expression,words', RUNTIME_ERRORS)
 def test_runtime_errors_raise_cel_error(gpu, expression, words):
     assert dra_cel.compile_problem(expression) is None
-    with pytest.raises(dra_cel.CelError) as caught:
+    with pytest.raises(cel_types.CelError) as caught:
         dra_cel.device_matches(expression, gpu, DRIVER)
     assert words in str(caught.value)
 
@@ -151,7 +153,7 @@ def test_qualified_names_default_to_the_driver_domain():
 
 def test_bad_version_attribute_is_a_runtime_error(gpu):
     broken = dict(gpu, attributes={'driverVersion': {'version': 'one'}})
-    with pytest.raises(dra_cel.CelError, match='parse semantic version'):
+    with pytest.raises(cel_types.CelError, match='parse semantic version'):
         dra_cel.device_matches("device.driver == 'gpu.example.com'", broken, DRIVER)
 
 
@@ -177,9 +179,9 @@ def test_driver_equality_leaves_every_other_selector_to_cel(expression):
 @pytest.mark.parametrize('expression', ["device.driver == 'gpu.example.com'", "'other.example.com' == device.driver"])
 def test_driver_equality_answers_as_cel_does_without_building_cel(gpu, expression, monkeypatch):
     variable = dra_cel.device_variable(gpu, DRIVER)
-    through_cel = dra_cel._compile(expression)[0].evaluate(dict(dra_cel._NAMESPACES, device=variable))
+    through_cel = dra_cel._compile(expression)[0].evaluate(dict(cel_functions.NAMESPACES, device=variable))
     monkeypatch.setattr(dra_cel, '_ENV', None)
     monkeypatch.setattr(dra_cel, '_PROGRAMS', {})
-    monkeypatch.setattr(dra_cel.celpy, 'Environment', lambda *a, **k: pytest.fail('cel-python was built'))
+    monkeypatch.setattr(cel_types.celpy, 'Environment', lambda *a, **k: pytest.fail('cel-python was built'))
     assert dra_cel.evaluate(expression, variable) is bool(through_cel)
     assert dra_cel.compile_problem(expression) is None

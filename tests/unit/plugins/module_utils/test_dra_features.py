@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import features as dra_features
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight import config as lab_config
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.menu import validate_menu
@@ -64,7 +65,7 @@ def test_feature_classes_leave_out_what_the_menu_names():
 def test_feature_classes_are_a_valid_menu_whose_cel_compiles():
     classes = dra_features.device_classes(list(dra_features.NAMES))
     assert validate_menu(classes, variable='classes') == []
-    if dra_cel.HAS_CEL:
+    if cel_types.HAS_CEL:
         for item in classes:
             for expression in item['selectors']:
                 assert dra_cel.compile_problem(expression, consumable_capacity=True) is None, expression
