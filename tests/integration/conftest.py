@@ -67,7 +67,6 @@ from local_cluster.control_plane import Cluster, remove_stale  # noqa: E402  (te
 SETTLE_SECONDS = 180  # for what a module deleted to be gone (namespaces, pods) before the next module starts
 
 
-
 @dataclass
 class ControlPlane:
     dir: Path
