@@ -69,7 +69,7 @@ test-unit-tools: test-tools ## The unit tests that run systemd-analyze or docker
 	$(BIN)/pytest -q --strict-markers -m needs_tools tests/unit
 
 settings-docs: setup ## Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py.
-	$(BIN)/python tests/harness/settings_docs.py
+	$(BIN)/python -m dralab_build.settings_docs
 
 build: setup ## Build the collection tarball and render every doc from the installed copy.
 	rm -rf $(DRALAB_CACHE)/dist
@@ -77,11 +77,13 @@ build: setup ## Build the collection tarball and render every doc from the insta
 	$(PY) tests/sanity/check_installed_docs.py $(DRALAB_CACHE)/dist/dralab-workshop-*.tar.gz
 
 # --- integration tier: upstream binaries from the Go module proxy + a local control plane
+# dralab_build/ is the production build (binaries, the offline mirror, the wheels, the generated docs): what
+# `make mirror` builds is what a real workshop's offline mirror carries. tests/harness only runs the test tiers.
 CLUSTER_DIR ?= $(DRALAB_CACHE)/cluster
 FEATURE_GATES ?=
 
 harness: setup ## Build etcd, kube-*, kubectl, kwok and the DRA example plugin (cached by version).
-	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) tests/harness/gobuild.py
+	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) -m dralab_build.binaries
 
 cluster-up: harness ## Start a control plane with 3 fake nodes x 8 GPUs on loopback; prints the kubeconfig.
 	DRALAB_CACHE=$(DRALAB_CACHE) $(PY) tests/harness/cluster.py up --dir $(CLUSTER_DIR) \
@@ -119,7 +121,7 @@ lab-tools: ## Debian packages the mirror build and the podman nodes need.
 	apt-cache show busybox-static >/dev/null 2>&1 || apt-get update -qq
 
 mirror: harness lab-tools ## Build the lab's offline mirror from the Go module proxy (cached by version).
-	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) tests/harness/mirror_build.py
+	DRALAB_CACHE=$(DRALAB_CACHE) nice -n 10 $(PY) -m dralab_build.mirror
 
 test-mirror: mirror test-tools ## Smoke check: the roles' URLs and images against the mirror on loopback.
 	DRALAB_CACHE=$(DRALAB_CACHE) $(BIN)/pytest -q tests/lab/test_mirror.py

@@ -1,6 +1,6 @@
 """make bench: the workshop-scale benchmarks of issue 10, each against its baseline in the same run.
 
-One real control plane from the integration harness (tests/harness/cluster.py: kube-apiserver, etcd,
+One real control plane from the integration harness (tests/harness/local_cluster: kube-apiserver, etcd,
 kube-scheduler, kube-controller-manager 1.35.4, kwok nodes, the dra-example-driver kubelet plugin on 3
 nodes) serves every benchmark, in this order:
 
@@ -46,14 +46,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 sys.path.insert(0, str(REPO / "collections"))
 sys.path.insert(0, str(REPO / "tests" / "harness"))
+sys.path.insert(0, str(REPO))
 
 from k8s_helpers import DRIVER, claim_body, core_api, pod_body, resource_api, wait_for  # noqa: E402
 from playbook import Lab, parse_recap, seat_names  # noqa: E402
 
-import conftest  # noqa: E402  (tests/integration/conftest.py: the harness loader)
-import nodes  # noqa: E402  (tests/harness/nodes.py: the podman lab)
+import conftest  # noqa: E402  (tests/integration/conftest.py: TMP_PREFIX)
+from local_cluster.control_plane import Cluster  # noqa: E402  (tests/harness/local_cluster)
+from podman_lab.podman import container_state  # noqa: E402  (tests/harness/podman_lab: the podman lab)
+from podman_lab.topology import NODES  # noqa: E402
 
-harness = conftest.harness
 BENCH_DIR = Path(__file__).resolve().parent
 ANSIBLE_BIN = Path(sys.executable).parent
 CACHE = Path(os.environ.get("DRALAB_CACHE", Path.home() / ".cache" / "dralab"))
@@ -369,7 +371,7 @@ def bench_health(table: Table, lab: BenchLab, api, claims: int, devices: int, ro
 
 def bench_site(table: Table, work: Path) -> None:
     # Asked of podman, not of the network: an address outside the lab may answer a connection.
-    states = {node.name: nodes.container_state(node) for node in nodes.NODES}
+    states = {node.name: container_state(node) for node in NODES}
     if any(state != "running" for state in states.values()):
         table.add("site.yml rerun", "skipped, no lab up (" + ", ".join(f"{n} {s}" for n, s in states.items()) + ")")
         return
@@ -410,8 +412,8 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="dralab-bench-"))
     table = Table()
     started = time.monotonic()
-    subprocess.run([sys.executable, str(REPO / "tests" / "harness" / "gobuild.py")], check=True)
-    cluster = harness.Cluster(tempfile.mkdtemp(prefix=conftest.TMP_PREFIX), die_with_parent=True)
+    subprocess.run([sys.executable, "-m", "dralab_build.binaries"], cwd=REPO, check=True)
+    cluster = Cluster(tempfile.mkdtemp(prefix=conftest.TMP_PREFIX), die_with_parent=True)
     try:
         cluster.up()
         api = cluster.api_client()

@@ -1,7 +1,7 @@
 """Record the DRA objects of gpu_nic_numa for the unit tests (tests/unit/fixtures/dra/gpu_nic.json).
 
 Starts a cluster (tests/harness/cluster.py, nodes node1..node3) with the features' gates and the chart's NIC
-release, the lab's build of the driver (gobuild.py SOURCE_EDITS: resource.kubernetes.io/pcieRoot), then as the
+release, the lab's build of the driver (dralab_build/binaries/source_edits.py: resource.kubernetes.io/pcieRoot), then as the
 admin: seat namespace user01 with the demo of docs/demos/gpu-nic-numa (a GPU and a NIC on one PCIe root), and
 pod two-shares with two claims of NIC nic-3 (shareable: consumable capacity) on one node. Writes every list
 dra_collect reads, by API path, and stops the cluster.
@@ -23,7 +23,8 @@ HARNESS = Path(__file__).resolve().parent
 REPO = HARNESS.parents[1]
 sys.path.insert(0, str(HARNESS))
 sys.path.insert(0, str(REPO / "collections"))
-import cluster as harness  # noqa: E402
+sys.path.insert(0, str(REPO))  # dralab_build
+from local_cluster.control_plane import Cluster  # noqa: E402  (tests/harness/local_cluster)
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect  # noqa: E402
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import features as dra_features
 
@@ -43,9 +44,9 @@ def nic_claim(name: str) -> dict:
 def main(out: str) -> int:
     from kubernetes import client, dynamic
     directory = tempfile.mkdtemp(prefix="dralab-rec-")
-    cluster = harness.Cluster(directory, nodes=["node1", "node2", "node3"], die_with_parent=True,
-                              feature_gates=",".join(dra_features.feature_gates(FEATURES)),
-                              driver_releases=dra_features.driver_releases(FEATURES))
+    cluster = Cluster(directory, nodes=["node1", "node2", "node3"], die_with_parent=True,
+                      feature_gates=",".join(dra_features.feature_gates(FEATURES)),
+                      driver_releases=dra_features.driver_releases(FEATURES))
     try:
         cluster.up()
         api = cluster.api_client()

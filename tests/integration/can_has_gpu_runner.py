@@ -1,6 +1,6 @@
 """Run the real can-has-gpu and dralab-lease-reaper, installed from their wheel, as a seat would.
 
-`Tool` builds the wheel (tests/harness/wheels.py), installs it with its entry
+`Tool` builds the wheel (dralab_build/wheels.py), installs it with its entry
 points into a folder, and runs `can-has-gpu` in a subprocess with HOME set to
 a home of the seat whose ~/.kube/config is the seat's kubeconfig from the
 `workshop` fixture (and nothing else: no KUBECONFIG, no admin credentials).
@@ -21,9 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-HARNESS = Path(__file__).resolve().parents[1] / "harness"
-sys.path.insert(0, str(HARNESS))
-import wheels  # noqa: E402  (tests/harness/wheels.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from dralab_build import wheels  # noqa: E402  (dralab_build/wheels.py)
 
 
 @dataclass

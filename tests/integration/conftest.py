@@ -1,6 +1,6 @@
-"""Integration tier: one real control plane (tests/harness/cluster.py) per test session.
+"""Integration tier: one real control plane (tests/harness/local_cluster) per test session.
 
-The `control_plane` fixture builds missing binaries with tests/harness/gobuild.py,
+The `control_plane` fixture builds missing binaries with python -m dralab_build.binaries,
 starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
 one dra-example-kubeletplugin per fake node in a temporary directory, and stops
 everything and removes the directory when the session ends. If pytest is
@@ -37,7 +37,6 @@ Tests inside a module keep their order.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 import subprocess
@@ -49,7 +48,7 @@ from pathlib import Path
 
 import pytest
 
-HARNESS = Path(__file__).resolve().parents[1] / "harness"
+REPO = Path(__file__).resolve().parents[2]
 TMP_PREFIX = "dralab-it-"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,20 +58,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "collections"))
 from k8s_helpers import api_from_kubeconfig, lab_changes, lab_state  # noqa: E402  (tests/integration/k8s_helpers.py)
 from playbook import Lab, converge_lab  # noqa: E402  (tests/integration/playbook.py)
 
+sys.path.insert(0, str(REPO / "tests" / "harness"))
+sys.path.insert(0, str(REPO))
+from dralab_build.binaries.components import BY_NAME  # noqa: E402  (dralab_build/binaries: where the binaries are)
+from dralab_build.binaries.versions import binary_path  # noqa: E402
+from local_cluster.control_plane import Cluster, remove_stale  # noqa: E402  (tests/harness/local_cluster)
+
 SETTLE_SECONDS = 180  # for what a module deleted to be gone (namespaces, pods) before the next module starts
-
-
-def _load_cluster_module():
-    name = "dralab_harness_cluster"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, HARNESS / "cluster.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-harness = _load_cluster_module()  # harness.Cluster, harness.gobuild
 
 
 @dataclass
@@ -82,12 +74,12 @@ class ControlPlane:
     api_client: object  # kubernetes.client.ApiClient, admin (system:masters)
     nodes: list[str]
     feature_gates: str = ""
-    cluster: object = field(default=None, repr=False)  # harness.Cluster
+    cluster: object = field(default=None, repr=False)  # local_cluster.control_plane.Cluster
 
     @staticmethod
     def binary(name: str) -> Path:
-        """Path of a harness-built binary, e.g. binary("kubectl")."""
-        return harness.gobuild.binary_path(harness.gobuild.BY_NAME[name])
+        """Path of a binary dralab_build built, e.g. binary("kubectl")."""
+        return binary_path(BY_NAME[name])
 
 
 @pytest.fixture(scope="session")
@@ -109,14 +101,14 @@ def feature_cluster_options(features: list[str]) -> dict:
 def control_plane(request, dra_features) -> ControlPlane:
     existing = os.environ.get("DRALAB_CLUSTER_DIR")
     if existing:
-        cluster = harness.Cluster(existing)
+        cluster = Cluster(existing)
         cluster.nodes = cluster.load_state()["nodes"]
     else:
         # Build whatever is missing (with a warm cache: a few file checks).
-        subprocess.run([sys.executable, str(HARNESS / "gobuild.py")], check=True)
-        harness.remove_stale(Path(tempfile.gettempdir()), TMP_PREFIX)
+        subprocess.run([sys.executable, "-m", "dralab_build.binaries"], cwd=REPO, check=True)
+        remove_stale(Path(tempfile.gettempdir()), TMP_PREFIX)
         directory = tempfile.mkdtemp(prefix=TMP_PREFIX)  # short: unix socket paths live here
-        cluster = harness.Cluster(directory, die_with_parent=True, **feature_cluster_options(dra_features))
+        cluster = Cluster(directory, die_with_parent=True, **feature_cluster_options(dra_features))
         request.addfinalizer(cluster.down)  # also if up() fails half-way
         cluster.up()
     api = cluster.api_client()

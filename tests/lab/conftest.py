@@ -1,4 +1,4 @@
-"""The lab tier's checks: the podman lab of tests/harness/nodes.py after playbooks/site.yml.
+"""The lab tier's checks: the podman lab of tests/harness/nodes.py (tests/harness/podman_lab) after playbooks/site.yml.
 
 molecule/default runs these as its verifier; with a lab already built
 (make lab) they run alone: `pytest tests/lab`. Nodes are reached with
@@ -21,15 +21,17 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "harness"))
+sys.path.insert(0, str(REPO))  # dralab_build, which podman_lab imports
 sys.path.insert(0, str(REPO / "tests" / "integration"))  # playbook.py: parse_recap
-import nodes  # noqa: E402  (tests/harness/nodes.py: names, addresses, cache paths)
+from podman_lab import paths as lab_paths  # noqa: E402  (tests/harness/podman_lab: cache paths)
+from podman_lab import topology  # noqa: E402  (the nodes' names and addresses)
 
 # testinfra's podman backend runs `podman`, which needs the lab's containers.conf.
-os.environ.setdefault("CONTAINERS_CONF", str(nodes.containers_conf()))
+os.environ.setdefault("CONTAINERS_CONF", str(lab_paths.containers_conf()))
 
 INVENTORY = REPO / "inventories" / "local" / "hosts.yml"
 # dralab_artifacts_dir of inventories/local/group_vars/all.yml.
-ARTIFACTS = nodes.artifacts_dir()
+ARTIFACTS = lab_paths.artifacts_dir()
 KUBECONFIG = ARTIFACTS / "admin.conf"
 CLUSTER_NODES = ["cp1", "worker1", "worker2"]
 KUBERNETES_VERSION = "v1.35.4"
@@ -69,7 +71,7 @@ class Session:
         import paramiko
 
         self.client = paramiko.SSHClient()
-        self.client.load_host_keys(str(nodes.known_hosts()))
+        self.client.load_host_keys(str(lab_paths.known_hosts()))
         self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
         # patience: seconds to wait for the connection, sshd's banner and the authentication each (paramiko's
         # defaults: 15 s for the banner, 30 s for the authentication; OpenSSH's client waits without limit).
@@ -93,13 +95,13 @@ def login(seat: str, password: str | None = None, host: str = LOGIN_HOST, patien
     """Log in as a seat on a login host with its password (from the credential sheet by default)."""
     if password is None:
         password = credentials()[seat]["password"]
-    return Session(nodes.BY_NAME[host].ip, seat, password, patience=patience)
+    return Session(topology.BY_NAME[host].ip, seat, password, patience=patience)
 
 
 def node_host(name: str):
     import testinfra
 
-    return testinfra.get_host(f"podman://{nodes.BY_NAME[name].container}")
+    return testinfra.get_host(f"podman://{topology.BY_NAME[name].container}")
 
 
 def unit_installed(host, unit: str) -> bool:

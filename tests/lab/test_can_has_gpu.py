@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from conftest import node_host, nodes, unit_installed
+from conftest import node_host, unit_installed
+from podman_lab import topology
 from test_seats import Session, credentials
 
 SEAT, OTHER = "user01", "user02"
@@ -25,7 +26,7 @@ def login(seat: str, which: int) -> Session:
 def seats():
     # SEAT on login1 (a login host that is no cluster node), OTHER on cp1.
     first, second = login(SEAT, -1), login(OTHER, 0)
-    assert first.client.get_transport().getpeername()[0] == nodes.BY_NAME["login1"].ip
+    assert first.client.get_transport().getpeername()[0] == topology.BY_NAME["login1"].ip
     for session in (first, second):
         session.run("can-has-gpu release --all")
     yield first, second
@@ -55,7 +56,7 @@ def test_reserve_run_status_why_release(seats):
     match = re.search(r"^Reserved (gpu-\w+): (gpu-\d+) on (\S+)", out, re.M)
     assert match, out
     name, device, node = match.groups()
-    assert node in {n.name for n in nodes.NODES if n.cluster and n.kind == "node"}, out
+    assert node in {n.name for n in topology.NODES if n.cluster and n.kind == "node"}, out
 
     rc, out, err = me.run("can-has-gpu run -- busybox:1.37 sh -c 'echo GPU_DEVICE_N=$GPU_DEVICE_N; "
                           "env | grep ^GPU_DEVICE_'", timeout=300)

@@ -20,8 +20,9 @@ import sys
 import time
 
 import pytest
+from podman_lab import topology
+from podman_lab.podman import podman
 
-import nodes  # tests/harness/nodes.py (conftest puts it on the path)
 from conftest import KUBECONFIG, REPO, node_host, run_playbook, wait_for
 from playbook import API_PLAYBOOKS, parse_recap
 
@@ -210,7 +211,7 @@ REBOOTED = "worker2"
 
 
 def container_of(node: str) -> str:
-    return nodes.BY_NAME[node].container
+    return topology.BY_NAME[node].container
 
 
 def pod_state(core, name: str) -> str:
@@ -231,7 +232,7 @@ def test_rebooted_worker_frees_the_claims_of_pods_gone_meanwhile(core, custom, f
     holder = claim_pod(core, custom, "reboot-holder", REBOOTED)
     claim_pod(core, custom, "reboot-gone", REBOOTED)
     start = time.monotonic()
-    nodes.podman("stop", "--time", "60", container_of(REBOOTED), timeout=120)
+    podman("stop", "--time", "60", container_of(REBOOTED), timeout=120)
     # The node's kubelet is not there to confirm: the pod object goes at once (as a force delete does).
     core.delete_namespaced_pod("reboot-gone", NS, grace_period_seconds=0)
     seen = wait_for(f"dra_health to report {REBOOTED} down", lambda: (problems_on(
@@ -240,7 +241,7 @@ def test_rebooted_worker_frees_the_claims_of_pods_gone_meanwhile(core, custom, f
     print(f"\n[faults] {REBOOTED} down: dra_health said {seen['type']} after {detected:.1f}s: {seen['reason']}",
           file=sys.stderr)
     booted = time.monotonic()
-    nodes.podman("start", container_of(REBOOTED), timeout=120)
+    podman("start", container_of(REBOOTED), timeout=120)
     how = "itself"
     try:
         wait_for(f"the lab to heal by itself after {REBOOTED} rebooted", healed, timeout=240, interval=POLL)

@@ -1,4 +1,4 @@
-"""Smoke check of the offline mirror that tests/harness/mirror_build.py builds (`make mirror`).
+"""Smoke check of the offline mirror that dralab_build/mirror builds (`make mirror`).
 
 Serves the mirror's files tree on 127.0.0.1 with `python3 -m http.server` (what
 the mirror role runs) and computes every download URL the roles would use with
@@ -56,7 +56,7 @@ FACTS = {"ansible_facts": {"architecture": "x86_64", "os_family": "Debian", "dis
 def manifest() -> dict:
     path = MIRROR / "mirror.json"
     if not path.is_file():
-        pytest.fail(f"no complete mirror at {MIRROR}: run `make mirror` (tests/harness/mirror_build.py)")
+        pytest.fail(f"no complete mirror at {MIRROR}: run `make mirror` (python -m dralab_build.mirror)")
     return json.loads(path.read_text())
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import re
 
-import nodes
 import pytest
 
 from conftest import CLUSTER_NODES, KUBERNETES_VERSION, node_host
+from podman_lab import images as node_images
 
 # A DNS query for kubernetes.default.svc.cluster.local sent to the cluster DNS
 # service from a node (python3 is in the node image, dig is not).
@@ -34,10 +34,10 @@ print(rcode, ' '.join(ips))
 @pytest.mark.parametrize("name", [*CLUSTER_NODES, "login1"])
 def test_nodes_run_the_debian_release_of_the_scenario(name):
     """molecule/default builds Debian 12 nodes, molecule/debian13 (DRALAB_NODE_SUITE=trixie) Debian 13."""
-    suite = nodes.node_suite()
+    suite = node_images.node_suite()
     release = node_host(name).file("/etc/os-release").content_string
     assert "ID=debian\n" in release, release
-    assert f'VERSION_ID="{nodes.SUITES[suite][0]}"' in release, (suite, release)
+    assert f'VERSION_ID="{node_images.SUITES[suite][0]}"' in release, (suite, release)
     assert f"VERSION_CODENAME={suite}\n" in release, (suite, release)
 
 

@@ -27,8 +27,12 @@ import paramiko
 import pytest
 import yaml
 
+from dralab_build.cache import cache_root
+from podman_lab import paths as lab_paths
+from podman_lab import topology
+
 from conftest import (ARTIFACTS, HOMES, INVENTORY, LOGIN_HOST, LOGIN_HOSTS, REPO, VERBOSE_LOGS, Session, ansible_env,
-                      credentials, login, node_host, nodes, run_playbook)
+                      credentials, login, node_host, run_playbook)
 from playbook import parse_recap
 
 # Roles in the attacks below.
@@ -189,7 +193,7 @@ def test_seat_key_in_authorized_keys_does_not_log_in(host):
                                  stdin=f"{key.get_name()} {key.get_base64()} seat-key\n")
         assert rc == 0, err
         with pytest.raises(paramiko.AuthenticationException):
-            Session(nodes.BY_NAME[host].ip, LINKER, pkey=key)
+            Session(topology.BY_NAME[host].ip, LINKER, pkey=key)
     finally:
         seat.run("rm -rf ~/.ssh")
         seat.close()
@@ -417,7 +421,7 @@ def test_handover_gives_a_fresh_home_and_new_credentials(handover):
     assert host.check_output(f"cat {HOMES}/{LEAVER}/.kube/config") == kubeconfig_of(LEAVER).strip()
     old = handover["old"][LEAVER]
     with pytest.raises(paramiko.AuthenticationException):
-        Session(nodes.BY_NAME[LOGIN_HOST].ip, LEAVER, old["password"])
+        Session(topology.BY_NAME[LOGIN_HOST].ip, LEAVER, old["password"])
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
@@ -470,10 +474,10 @@ def test_ansible_refuses_a_node_with_another_host_key(tmp_path):
     """A machine that answers at cp1's address with other keys (ARP spoofing on the shared network) is refused."""
     fake_cache = tmp_path / "cache"
     (fake_cache / "lab" / "ssh").mkdir(parents=True)
-    shutil.copy(nodes.ssh_key(), fake_cache / "lab" / "ssh" / "id_ed25519")
+    shutil.copy(lab_paths.ssh_key(), fake_cache / "lab" / "ssh" / "id_ed25519")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
     kind, blob = (tmp_path / "other.pub").read_text().split()[:2]
-    ip = nodes.BY_NAME[LOGIN_HOST].ip
+    ip = topology.BY_NAME[LOGIN_HOST].ip
     (fake_cache / "lab" / "ssh" / "known_hosts").write_text(f"{ip},{LOGIN_HOST} {kind} {blob}\n")
     env = ansible_env()
     env["DRALAB_CACHE"] = str(fake_cache)
@@ -486,7 +490,7 @@ def test_ansible_refuses_a_node_with_another_host_key(tmp_path):
     assert proc.returncode != 0 and ("Host key verification failed" in out
                                      or "SSH reported an unrecognized or mismatching host key" in out), out
     # The real keys, as nodes.py recorded them, are accepted.
-    env["DRALAB_CACHE"] = str(nodes.cache_root())
+    env["DRALAB_CACHE"] = str(cache_root())
     proc = subprocess.run([str(Path(sys.executable).with_name("ansible")), "-i", str(INVENTORY), LOGIN_HOST,
                            "-m", "ansible.builtin.ping"], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=120, check=False)

@@ -8,7 +8,8 @@ import time
 import paramiko
 import pytest
 
-from conftest import CLUSTER_NODES, SEATS, Session, credentials, nodes
+from conftest import CLUSTER_NODES, SEATS, Session, credentials
+from podman_lab import topology
 
 SEAT = "user01"
 
@@ -51,7 +52,7 @@ def seat():
     row = creds[SEAT]
     assert row["password"], "no password on the credential sheet"
     host = row["login_hosts"].split()[0]
-    assert host == nodes.BY_NAME["cp1"].ip
+    assert host == topology.BY_NAME["cp1"].ip
     session = Session(host, SEAT, row["password"])
     yield session
     session.run(f"kubectl -n {SEAT} delete pod pod-a --ignore-not-found --wait=false; "
@@ -61,7 +62,7 @@ def seat():
 
 def test_wrong_password_is_refused():
     with pytest.raises(paramiko.AuthenticationException):
-        Session(nodes.BY_NAME["cp1"].ip, SEAT, "not-the-password")
+        Session(topology.BY_NAME["cp1"].ip, SEAT, "not-the-password")
 
 
 def test_each_seat_has_its_own_password():
@@ -71,7 +72,7 @@ def test_each_seat_has_its_own_password():
     # Another seat's password does not open this seat's account.
     other = creds["user02"]["password"]
     with pytest.raises(paramiko.AuthenticationException):
-        Session(nodes.BY_NAME["cp1"].ip, SEAT, other)
+        Session(topology.BY_NAME["cp1"].ip, SEAT, other)
 
 
 def test_seat_sees_the_resourceslices(seat):
@@ -86,7 +87,7 @@ def test_seat_works_on_a_login_host_that_is_no_node():
     """login1 runs no Kubernetes: the seat has its account, kubectl and its own namespace there too."""
     row = credentials()[SEAT]
     hosts = row["login_hosts"].split()
-    assert hosts == [nodes.BY_NAME["cp1"].ip, nodes.BY_NAME["login1"].ip], hosts
+    assert hosts == [topology.BY_NAME["cp1"].ip, topology.BY_NAME["login1"].ip], hosts
     session = Session(hosts[1], SEAT, row["password"])
     try:
         rc, out, err = session.run("hostname; systemctl is-active kubelet containerd; "

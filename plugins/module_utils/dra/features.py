@@ -37,8 +37,8 @@ Notes kept here because they decide the table:
   DeviceClass, which the menu may take over (device_classes_adopt).
 - The driver publishes device status (gpuDeviceStatus) when it prepares a
   claim for a pod, that is when a kubelet calls NodePrepareResources.
-- gpu_nic_numa needs the lab's own build of the driver (tests/harness/gobuild.py,
-  SOURCE_EDITS; the offline mirror's image): both profiles then publish
+- gpu_nic_numa needs the lab's own build of the driver (dralab_build/binaries/
+  source_edits.py, SOURCE_EDITS; the offline mirror's image): both profiles then publish
   resource.kubernetes.io/pcieRoot, which the stock v0.4.0 does not. The net
   release turns on DRAConsumableCapacity: the net profile publishes every NIC
   with allowMultipleAllocations and capacity request policies (bandwidth,

@@ -347,7 +347,7 @@ def _check_dra_features(config, gates, report):
         for feature in selected(features):
             if feature.lab_build:
                 report.warn(key, '%s needs the lab\'s own build of dra-example-driver (the offline mirror\'s image, '
-                                 'tests/harness/mirror_build.py): with dralab_registry_mirror empty the nodes pull the '
+                                 'dralab_build/mirror): with dralab_registry_mirror empty the nodes pull the '
                                  'upstream image, whose drivers publish no %s, and its demo\'s claim stays pending'
                             % (feature.name, PCIE_ROOT_ATTRIBUTE))
     try:

@@ -5,7 +5,7 @@ component, resource.k8s.io/v1alpha3, the driver's values as the chart hands them
 from plugins/module_utils/dra/features.py; `workshop` converges the lab with the same dralab_dra_features
 (the DeviceClasses they add), three seats that may hold three claims each (the consumable-capacity demo
 makes three). gpu_nic_numa adds a second plugin per node (the chart's net release: NICs of net.example.com),
-both built by the lab with resource.kubernetes.io/pcieRoot (tests/harness/gobuild.py, SOURCE_EDITS). Run it
+both built by the lab with resource.kubernetes.io/pcieRoot (dralab_build/binaries/source_edits.py, SOURCE_EDITS). Run it
 as a session of its own: `pytest tests/integration/features` (make test-integration does, after the default
 session).
 

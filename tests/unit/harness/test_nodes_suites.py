@@ -1,4 +1,4 @@
-"""nodes.py's Debian suites: DRALAB_NODE_SUITE picks the images of the lab (molecule/debian13 sets trixie);
+"""The podman lab's Debian suites (podman_lab/images.py): DRALAB_NODE_SUITE picks the images of the lab (molecule/debian13 sets trixie);
 a Debian 12 build and a Debian 13 build are separate images that never prune each other."""
 
 from __future__ import annotations
@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
-if str(HARNESS) not in sys.path:
-    sys.path.insert(0, str(HARNESS))
-import nodes  # noqa: E402  (tests/harness/nodes.py)
+for path in (HARNESS, HARNESS.parents[1]):  # podman_lab, and the dralab_build it imports
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+from podman_lab import images as node_images  # noqa: E402  (tests/harness/podman_lab/images.py)
+from podman_lab.topology import LabError  # noqa: E402
 
 
 def refs(monkeypatch, suite):
@@ -19,7 +21,7 @@ def refs(monkeypatch, suite):
         monkeypatch.delenv("DRALAB_NODE_SUITE", raising=False)
     else:
         monkeypatch.setenv("DRALAB_NODE_SUITE", suite)
-    return {kind: nodes.image_ref(kind) for kind in nodes.IMAGES}
+    return {kind: node_images.image_ref(kind) for kind in node_images.IMAGES}
 
 
 def test_debian_12_is_the_default_and_keeps_its_image_names(monkeypatch):
@@ -39,21 +41,21 @@ def test_trixie_images_are_other_images(monkeypatch):
 
 def test_an_unknown_suite_is_refused_with_the_choices(monkeypatch):
     monkeypatch.setenv("DRALAB_NODE_SUITE", "sid")
-    with pytest.raises(nodes.LabError, match=r"DRALAB_NODE_SUITE='sid' .* \['bookworm', 'trixie'\]"):
-        nodes.image_ref("node")
+    with pytest.raises(LabError, match=r"DRALAB_NODE_SUITE='sid' .* \['bookworm', 'trixie'\]"):
+        node_images.image_ref("node")
 
 
 def test_pruning_one_suite_leaves_the_other_suites_archive(monkeypatch, tmp_path):
     monkeypatch.setenv("DRALAB_CACHE", str(tmp_path))
-    monkeypatch.setattr(nodes, "podman_json", lambda *args: [])
+    monkeypatch.setattr(node_images, "podman_json", lambda *args: [])
     images = tmp_path / "images"
     images.mkdir()
     monkeypatch.setenv("DRALAB_NODE_SUITE", "trixie")
-    trixie = nodes.image_archive("node")
+    trixie = node_images.image_archive("node")
     monkeypatch.setenv("DRALAB_NODE_SUITE", "bookworm")
-    bookworm = nodes.image_archive("node")
+    bookworm = node_images.image_archive("node")
     older = images / "dralab-node-0123456789ab.tar.zst"
     for archive in (trixie, bookworm, older):
         archive.write_bytes(b"")
-    nodes.prune_images("node")
+    node_images.prune_images("node")
     assert sorted(p.name for p in images.iterdir()) == sorted([trixie.name, bookworm.name])

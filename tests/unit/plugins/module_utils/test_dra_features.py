@@ -202,7 +202,7 @@ def test_preflight_warns_when_gpu_nic_numa_would_pull_the_upstream_driver():
     errors, warnings = lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa']))
     assert errors == []
     assert warnings == ["dralab_dra_features: gpu_nic_numa needs the lab's own build of dra-example-driver (the "
-                        "offline mirror's image, tests/harness/mirror_build.py): with dralab_registry_mirror empty "
+                        "offline mirror's image, dralab_build/mirror): with dralab_registry_mirror empty "
                         "the nodes pull the upstream image, whose drivers publish no resource.kubernetes.io/pcieRoot, "
                         "and its demo's claim stays pending"]
     assert lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'],

@@ -1,7 +1,7 @@
 """Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py, and the DRA
 feature table of README.md from dra/features.py.
 
-    python tests/harness/settings_docs.py      (or: make settings-docs)
+    python -m dralab_build.settings_docs      (or: make settings-docs)
 
 tests/unit/test_settings_registry.py and tests/unit/plugins/test_dra_features.py fail while a table differs.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[1]
 DOCUMENTS = ("README.md", "docs/conventions.md")
 BEGIN = "<!-- dralab-settings: generated from plugins/module_utils/lab_settings.py"
 END = "<!-- dralab-settings: end -->"

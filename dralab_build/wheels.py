@@ -2,13 +2,13 @@
 
 The wheel is built from a staged copy of exactly what pyproject.toml packages
 (pyproject.toml, tools/can_has_gpu, tools/dralab_board, plugins/module_utils), so the checkout
-stays clean. `make mirror` (mirror_build.py) puts the wheel, its dependencies
+stays clean. `make mirror` (dralab_build/mirror) puts the wheel, its dependencies
 (binary wheels for the nodes' Python) and pip into the mirror's files/wheels/;
 the integration tests install the same wheel to run the real entry points.
 
 Examples:
-    python tests/harness/wheels.py build OUT_DIR          # the tool's wheel only
-    python tests/harness/wheels.py mirror OUT_DIR         # + dependencies + pip, for the nodes' Pythons (x86_64)
+    python -m dralab_build.wheels build OUT_DIR          # the tool's wheel only
+    python -m dralab_build.wheels mirror OUT_DIR         # + dependencies + pip, for the nodes' Pythons (x86_64)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PACKAGED = ("pyproject.toml", "tools/can_has_gpu", "tools/dralab_board", "plugins/module_utils")
 DIST_NAME = "dralab_can_has_gpu"
 # Python of the lab nodes: Debian 12 (3.11) and Debian 13 (3.13). The mirror carries wheels for both.
@@ -80,7 +80,7 @@ def download_dependencies(wheel: Path, out_dir: Path, python_versions: tuple[str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser = argparse.ArgumentParser(prog="python -m dralab_build.wheels", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("what", choices=("build", "mirror"))
     parser.add_argument("out_dir", type=Path)
     args = parser.parse_args()

@@ -1,0 +1,1 @@
+"""The lab tier's podman "VMs" (tests/harness/nodes.py is its command line)."""

@@ -1,0 +1,53 @@
+"""What the podman lab is: its nodes and their addresses, its network, the label of everything it creates,
+where the mirror's contents sit on the mirror node; LabError."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+LABEL_KEY = "dralab.workshop/lab"
+LABEL_VALUE = "local"
+LABEL = f"{LABEL_KEY}={LABEL_VALUE}"
+
+NETWORK = "dralab-lab"
+SUBNET = "10.89.42.0/24"
+GATEWAY = "10.89.42.1"
+PREFIX = "dralab-"  # container and volume names: dralab-cp1, dralab-cp1-containerd
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str  # host name, inventory name
+    ip: str
+    kind: str  # key of IMAGES
+    cluster: bool = True  # a Kubernetes node (gets a containerd volume); False: a login host only
+
+    @property
+    def container(self) -> str:
+        return PREFIX + self.name
+
+
+NODES = [
+    Node("mirror1", "10.89.42.2", "mirror"),
+    Node("cp1", "10.89.42.11", "node"),
+    Node("worker1", "10.89.42.12", "node"),
+    Node("worker2", "10.89.42.13", "node"),
+    # A login host that is not a cluster node (the layout docs/security.md advises).
+    Node("login1", "10.89.42.14", "node", cluster=False),
+]
+BY_NAME = {n.name: n for n in NODES}
+
+# Where the mirror contents sit on the mirror node (roles/mirror defaults).
+MIRROR_FILES_ROOT = "/srv/dralab-mirror/files"
+MIRROR_IMAGES_DIR = "/srv/dralab-mirror/images"
+MIRROR_REGISTRY_ROOT = "/var/lib/docker-registry"
+MIRROR_HELM = "/usr/local/bin/helm"
+
+
+def log(msg: str) -> None:
+    print(f"[nodes] {msg}", file=sys.stderr, flush=True)
+
+
+class LabError(Exception):
+    pass
