@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 import json
 
-import pytest
-
 from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
