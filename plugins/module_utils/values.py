@@ -339,6 +339,3 @@ def format_age(seconds):
     days = hours // 24
     return '%dd%dh' % (days, hours % 24) if days < 7 and hours % 24 else '%dd' % days
 
-
-# An age as format_age writes it, within a sentence.
-AGE_PATTERN = re.compile(r'\b\d+(?:[dh]\d+[hm]|[smhd])\b')

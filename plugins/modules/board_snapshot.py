@@ -19,8 +19,12 @@ description:
     and lease left, and capacity used and free for shared devices; the waiting claims with the explainer's
     sentence; the problems of C(dralab.workshop.dra_health); a seats table (holds, pending, last activity). The
     seat of a namespace is read from the Namespace's labels.
-  - The file is written with mode C(0600). It is only rewritten when the lab's board differs from the one the
-    file holds, apart from its time, so a second run on an unchanged lab reports no change.
+  - Beside the page, the board's state is kept as JSON (the same name ending in C(.json), for example
+    C(board-snapshot.json)), that is the lab's devices, claims, problems and seats with absolute times, from which
+    the page writes its ages.
+  - Both files are written with mode C(0600). They are only rewritten when the lab's state differs from the one the
+    state file holds, apart from its time, so a second run on an unchanged lab reports no change (ages that moved
+    on are no change).
   - No names of people are written (the board's seat -> person mapping stays with the live board).
 author: dralab.workshop maintainers (@dralab)
 requirements:
@@ -29,6 +33,7 @@ options:
   dest:
     description:
       - Path of the HTML file to write; a missing folder is made (0700).
+      - The board's state is written beside it, its name ending in C(.json) instead of C(.html).
     type: path
     required: true
   driver:
@@ -63,7 +68,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reports whether the file would change and writes nothing.
+    details: Reports whether the files would change and writes nothing.
   diff_mode:
     support: none
 notes:
@@ -82,7 +87,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 dest:
-  description: The file written.
+  description: The page written (its state is beside it, ending in C(.json)).
   returned: always
   type: str
   sample: /home/instructor/.dralab/board-snapshot.html
@@ -93,7 +98,7 @@ summary:
   sample: {devices: 24, devices_free: 21, devices_in_use: 2, devices_allocated: 1, devices_tainted: 0, pending: 0,
            errors: 0, warnings: 0, seats: 72, seats_holding: 3}
 generated:
-  description: Time of the board in the file (RFC 3339); an unchanged lab keeps the earlier time.
+  description: Time of the board in the files (RFC 3339); an unchanged lab keeps the earlier time.
   returned: always
   type: str
   sample: "2026-12-01T10:00:00Z"
@@ -101,6 +106,7 @@ generated:
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
@@ -137,11 +143,13 @@ def run(module, client, now=None):
         module.fail_json(msg=str(exc))
     for warning in data.pop('warnings'):
         module.warn(warning)
-    result = board_file.snapshot(module, data, params['dest'], now=now, driver=params['driver'],
-                                 expected_devices_per_node=params['expected_devices_per_node'],
-                                 lease_max=params['lease_max'], stale_claim_age=params['stale_claim_age'],
-                                 title=params['title'])
-    module.exit_json(**result)
+    board = board_build.build(data, now=now, board=dict(lease_max=params['lease_max'], title=params['title']),
+                              driver=params['driver'], expected_devices_per_node=params['expected_devices_per_node'],
+                              stale_claim_age=params['stale_claim_age'])['board']
+    try:
+        module.exit_json(**board_file.keep(board, params['dest'], check_mode=module.check_mode))
+    except (IOError, OSError) as exc:
+        module.fail_json(msg=board_file.cannot_write(params['dest'], exc, 'dest'))
 
 
 def main():

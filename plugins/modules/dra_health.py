@@ -104,9 +104,9 @@ options:
       app.kubernetes.io/component: kubeletplugin
   snapshot_dest:
     description:
-      - Also write the lab's GPU board to this file, as M(dralab.workshop.board_snapshot) does (0600, rewritten only
-        when the board differs; a missing folder is made, 0700), from the objects this module has read, so one read
-        of the cluster serves both.
+      - Also write the lab's GPU board to this file, as M(dralab.workshop.board_snapshot) does (0600, its state beside
+        it ending in C(.json), both rewritten only when the state differs; a missing folder is made, 0700), from the
+        objects this module has read, so one read of the cluster serves both.
       - With O(include_events), the board shows this module's judgement (its problems, with O(nodes),
         O(node_selector) and O(check_plugins)), made once for both; without it the board judges the objects itself,
         FailedScheduling events included.
@@ -167,7 +167,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 snapshot:
-  description: The board snapshot written with O(snapshot_dest) (its file, counts and time); C(changed) says whether
+  description: The board snapshot written with O(snapshot_dest) (its page, counts and time); C(changed) says whether
     it was rewritten.
   returned: when O(snapshot_dest) is set
   type: dict
@@ -501,18 +501,15 @@ report_lines:
 """
 
 
-import datetime
-
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
-from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_time
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
@@ -558,17 +555,13 @@ def run(module, client, now=None):
     params = module.params
     if not cel_types.HAS_CEL:
         module.fail_json(msg=missing_required_lib(cel_types.CEL_LIBRARY), exception=cel_types.CEL_IMPORT_ERROR)
-    try:
-        stale_after = parse_duration(params['stale_claim_age'])
-    except ValueError as exc:
-        module.fail_json(msg='Invalid stale_claim_age: %s.' % exc)
+    for option in ('stale_claim_age',) + (('snapshot_lease_max',) if params['snapshot_dest'] else ()):
+        try:
+            parse_duration(params[option])
+        except ValueError as exc:
+            module.fail_json(msg='Invalid %s: %s.' % (option, exc))
     if params['expected_devices_per_node'] < 0:
         module.fail_json(msg='expected_devices_per_node must be 0 or more, got %d.' % params['expected_devices_per_node'])
-    if params['snapshot_dest']:
-        try:
-            parse_duration(params['snapshot_lease_max'])
-        except ValueError as exc:
-            module.fail_json(msg='Invalid snapshot_lease_max: %s.' % exc)
     try:
         # The board reads the FailedScheduling events whatever include_events says.
         data = dra_collect.collect(client, include_events=params['include_events'] or bool(params['snapshot_dest']))
@@ -576,31 +569,19 @@ def run(module, client, now=None):
         module.fail_json(msg=str(exc))
     for warning in data.pop('warnings'):
         module.warn(warning)
-    # One time for the whole judgement: the board and the report then share the explanations.
-    now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
-    explanations = dra_explain.explain_pending(
-        device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
-        nodes=data['nodes'], namespaces=data['namespaces'], now=now, device_taint_rules=data['device_taint_rules'])
-    events = data['events']
-    if not params['include_events']:
-        data = dict(data, events=[])
-    report = dra_health.analyze(
-        device_classes=data['device_classes'], slices=data['slices'], claims=data['claims'], pods=data['pods'],
-        nodes=data['nodes'], namespaces=data['namespaces'], events=data['events'], driver=params['driver'],
+    board = dict(lease_max=params['snapshot_lease_max'], title=params['snapshot_title']) if params['snapshot_dest'] else None
+    lab = board_build.build(
+        data, now=now, board=board, report_events=params['include_events'], driver=params['driver'],
         expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
-        node_selector=params['node_selector'], stale_claim_age=stale_after, now=now,
-        explanations=dict((item['claim'], item) for item in explanations),
-        plugin_labels=params['plugin_labels'] if params['check_plugins'] else None,
-        device_taint_rules=data['device_taint_rules'])
-    result = dict(changed=False)
+        node_selector=params['node_selector'], stale_claim_age=params['stale_claim_age'],
+        plugin_labels=params['plugin_labels'] if params['check_plugins'] else None)
+    report, result = lab['report'], dict(changed=False)
     if params['snapshot_dest']:
-        # The board judges with this report when it read the events too; without them it analyzes with its own.
-        written = board_file.snapshot(
-            module, dict(data, events=events), params['snapshot_dest'], now=now, driver=params['driver'],
-            expected_devices_per_node=params['expected_devices_per_node'], lease_max=params['snapshot_lease_max'],
-            stale_claim_age=params['stale_claim_age'], title=params['snapshot_title'], explanations=explanations,
-            report=report if params['include_events'] else None)
-        result = dict(changed=written.pop('changed'), snapshot=written)
+        try:
+            snapshot = board_file.keep(lab['board'], params['snapshot_dest'], check_mode=module.check_mode)
+        except (IOError, OSError) as exc:
+            module.fail_json(msg=board_file.cannot_write(params['snapshot_dest'], exc, 'snapshot_dest'))
+        result = dict(changed=snapshot.pop('changed'), snapshot=snapshot)
     report['report_lines'] = dra_report.report_lines(report, detail=params['detail'])
     if not params['detail']:
         report = dra_report.summarize(report)

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
 
+from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
@@ -136,10 +137,11 @@ class Board:
                 self.changed()
 
     def make_boards(self, objects: dict, activity: dict) -> dict[str, dict]:
-        instructor = board_model.build(
+        instructor = board_build.build(
+            objects, board=dict(lease_max=self.args.lease_max, people=self.people, activity=activity,
+                                title=self.args.title),
             driver=self.args.driver, expected_devices_per_node=self.args.devices_per_node,
-            lease_max=self.args.lease_max, stale_claim_age=self.args.stale_claim_age, people=self.people,
-            activity=activity, title=self.args.title, **objects)
+            stale_claim_age=self.args.stale_claim_age)['board']
         return {board_model.INSTRUCTOR: instructor, board_model.PUBLIC: board_model.public(instructor)}
 
     # -- HTTP

@@ -9,18 +9,20 @@ a static snapshot (the board embedded, the same script, no EventSource). The
 script builds every element with textContent, never HTML from the board: claim
 and pod names are the seats' words.
 
-render(board, stream=None) returns the page; embedded(page) reads the board
-back from a page written by render().
+The board holds times, not ages: the script writes every age against its clock
+(the snapshot's: its time), a sentence's too (words() is the same in Python).
+
+render(board, stream=None) returns the page.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import re
+
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, parse_time
 
 SCRIPT_ID = 'dralab-board'
-_EMBEDDED = re.compile(r'<script id="%s" type="application/json">(.*?)</script>' % SCRIPT_ID, re.S)
 
 CSS = r"""
 :root { color-scheme: dark; --bg:#111418; --panel:#1b2027; --text:#e8ecf1; --dim:#9aa5b1; --free:#1f6f43;
@@ -69,7 +71,8 @@ SCRIPT = r"""
     if (text !== undefined && text !== null) { node.textContent = String(text); }
     return node;
   }
-  function duration(seconds) {
+  // exact: the words of values.format_age (the ages in sentences), else days alone past two days (tiles).
+  function duration(seconds, exact) {
     if (seconds === null || isNaN(seconds)) { return '-'; }
     seconds = Math.max(0, Math.floor(seconds));
     if (seconds < 120) { return seconds + 's'; }
@@ -77,9 +80,16 @@ SCRIPT = r"""
     if (minutes < 60) { return minutes + 'm'; }
     var hours = Math.floor(minutes / 60);
     if (hours < 48) { return hours + 'h' + (minutes % 60 ? (minutes % 60) + 'm' : ''); }
-    return Math.floor(hours / 24) + 'd';
+    var days = Math.floor(hours / 24);
+    return days + 'd' + (exact && days < 7 && hours % 24 ? (hours % 24) + 'h' : '');
   }
   function age(stamp) { return stamp ? duration((now() - Date.parse(stamp)) / 1000) : '-'; }
+  // A sentence of the board: its text parts, and for each {since: time} the age it names now (words() in Python).
+  function words(parts) {
+    return parts.map(function (part) {
+      return typeof part === 'string' ? part : duration((now() - Date.parse(part.since)) / 1000, true);
+    }).join('');
+  }
   function left(stamp) {
     if (!stamp) { return '-'; }
     var seconds = (Date.parse(stamp) - now()) / 1000;
@@ -150,7 +160,7 @@ SCRIPT = r"""
       var tp = table(['seat', 'claim', 'waiting', 'why']);
       board.pending.forEach(function (p) {
         var row = el('tr'); row.setAttribute('data-claim', p.namespace + '/' + p.claim);
-        cell(row, who(p.seat, p.namespace)); cell(row, p.claim); cell(row, age(p.since)); cell(row, p.sentence);
+        cell(row, who(p.seat, p.namespace)); cell(row, p.claim); cell(row, age(p.since)); cell(row, words(p.sentence));
         tp.appendChild(row);
       });
       pending.appendChild(tp);
@@ -162,7 +172,7 @@ SCRIPT = r"""
       var list = el('ul', 'problems');
       board.problems.forEach(function (p) {
         var item = el('li'); item.appendChild(el('strong', p.severity, p.severity.toUpperCase() + ' '));
-        item.appendChild(el('span', null, p.object + ': ' + p.reason));
+        item.appendChild(el('span', null, p.object + ': ' + words(p.reason)));
         list.appendChild(item);
       });
       problems.appendChild(list);
@@ -251,12 +261,9 @@ def render(board, stream=None):
                        config=script_json({'stream': stream or ''}), board=script_json(board), script=SCRIPT)
 
 
-def embedded(page):
-    """The board embedded in a page written by render(), or None."""
-    match = _EMBEDDED.search(page or '')
-    if not match:
-        return None
-    try:
-        return json.loads(match.group(1))
-    except ValueError:
-        return None
+def words(sentence, now):
+    """The text of a board's sentence (its parts: strings, and {'since': time} for an age) at now, as the page's
+    script writes it: each age in values.format_age's words."""
+    moment = parse_time(now)
+    return ''.join(part if isinstance(part, str) else format_age((moment - parse_time(part['since'])).total_seconds())
+                   for part in sentence)

@@ -1,32 +1,44 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The board snapshot file: written 0600, and only when the lab's board differs from the one it holds.
+"""The board snapshot's files: the page (dest) and, beside it, the board's state (the same name ending in .json).
 
-Used by the board_snapshot module and by dra_health (snapshot_dest), which writes the
-snapshot from the objects it has read already.
+Both are written 0600, each through a file in the same folder renamed into
+place, and only when the lab's state differs from the one the state file holds
+(board_state.same_state): the page is never read back. Used by the
+board_snapshot module and by dra_health (snapshot_dest); they turn an OSError
+into the module's failure.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 
-from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
+from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_state
 
 MODE = 0o600
 
 
-def read_page(path):
+def state_path(dest):
+    """Where the state of the page dest is kept: board-snapshot.html -> board-snapshot.json."""
+    root, extension = os.path.splitext(dest)
+    return (root if extension.lower() in ('.html', '.htm') else dest) + '.json'
+
+
+def read_state(path):
+    """The board a state file holds, or None (no file, or not a board)."""
     try:
         with open(path, encoding='utf-8') as handle:
-            return handle.read()
-    except (IOError, OSError):
+            board = json.load(handle)
+    except (IOError, OSError, ValueError):
         return None
+    return board if isinstance(board, dict) else None
 
 
-def write_page(path, text):
+def write_file(path, text):
     """Write text to path (0600) through a file in the same folder, then rename it into place. A missing folder is
     made (0700: the page names the seats' claims)."""
     folder = os.path.dirname(os.path.abspath(path))
@@ -43,30 +55,34 @@ def write_page(path, text):
         raise
 
 
-def write_snapshot(board, dest, check_mode=False):
-    """Keep board in dest. Returns (changed, the board the file holds afterwards).
+def keep(board, dest, check_mode=False):
+    """Keep board in dest (its page) and beside it (its state). Returns a module's result: changed, and the dest,
+    summary and generated of the board the files hold.
 
-    An unchanged lab (board_model.same_state) keeps the file and its earlier time; only a wrong mode is mended.
-    Raises OSError when the file cannot be written.
+    An unchanged lab keeps both files and their earlier time; only a wrong mode is mended. The page is written
+    first and the state last, so a state file always describes the page beside it.
+    Raises OSError when a file cannot be written.
     """
-    old = board_page.embedded(read_page(dest) or '')
-    if old is not None and board_model.same_state(old, board):
-        if (os.stat(dest).st_mode & 0o777) == MODE:
-            return False, old
+    stored = state_path(dest)
+    old = read_state(stored)
+    if old is not None and os.path.isfile(dest) and board_state.same_state(old, board):
+        wrong = [path for path in (dest, stored) if (os.stat(path).st_mode & 0o777) != MODE]
         if not check_mode:
-            os.chmod(dest, MODE)
-        return True, old
+            for path in wrong:
+                os.chmod(path, MODE)
+        return _kept(bool(wrong), dest, old)
     if not check_mode:
-        write_page(dest, board_page.render(board))
-    return True, board
+        write_file(dest, board_page.render(board))
+        write_file(stored, json.dumps(board, sort_keys=True, indent=1) + '\n')
+    return _kept(True, dest, board)
 
 
-def snapshot(module, data, dest, now=None, **board_options):
-    """The board of the objects read (dra_collect.collect's data) kept in dest, for a module: its changed, dest,
-    summary and generated. board_options go to board_model.build; a file that cannot be written fails the module."""
-    board = board_model.build(now=now, **dict(data, **board_options))
-    try:
-        changed, board = write_snapshot(board, dest, check_mode=module.check_mode)
-    except (IOError, OSError) as exc:
-        module.fail_json(msg='Cannot write the board snapshot %s: %s' % (dest, exc))
+def _kept(changed, dest, board):
     return dict(changed=changed, dest=dest, summary=board['summary'], generated=board['generated'])
+
+
+def cannot_write(dest, exc, option):
+    """The failure of a module whose snapshot could not be written (option: the module's option naming dest)."""
+    return ('Cannot write the board snapshot %s and its state %s: %s. Let the user the module runs as write to %s, '
+            'or set %s to a path in a folder it may write to.'
+            % (dest, state_path(dest), exc, os.path.dirname(os.path.abspath(dest)), option))

@@ -4,19 +4,21 @@
 """The instructor's GPU board as data: device -> claim -> seat (-> person), what waits and why.
 
 A pure function over the objects dra_collect reads (plain dicts as the API
-serves them). The judgement is not made here: claim states, holder pods,
-problems and pending reasons come from dra_health.analyze() and
-dra_explain.explain_pending(); this module arranges their answers per node,
-per device and per seat, adds the lease (seat_lease) and capacity of shared
+serves them) and the judgement board_build made of them: claim states, holder
+pods, problems and pending reasons come from dra_health.analyze() and
+dra_explain.explain_pending(); arrange() lays their answers out per node, per
+device and per seat, adds the lease (seat_lease) and capacity of shared
 devices, and takes the seat of a namespace from the Namespace's labels
 (seat_model.seat_of), never from labels a seat can set.
 
-Times are absolute (RFC 3339): the same lab state gives the same board
-whatever the clock says, apart from `generated` and sentences that name an
-age (same_state looks past both); the page (board_page) shows ages and lease
-left against its clock.
+The state holds absolute times (RFC 3339), never ages: a tile's `since` and
+`lease_until`, a seat's `last_activity`, and in the sentences of the waiting
+claims and the problems a {'since': time} part where an age stands
+(board_sentences). The same lab state gives the same board whatever the clock
+says, apart from `generated` (same_state looks past it); the page
+(board_page) shows ages and lease left against its clock.
 
-build() gives the instructor's board, with the names of people when a seat ->
+arrange() gives the instructor's board, with the names of people when a seat ->
 person mapping is given; public() the projector's: the same without them. No
 credential is ever part of a board.
 """
@@ -24,28 +26,21 @@ credential is ever part of a board.
 from __future__ import annotations
 
 import copy
-import datetime
 from collections import defaultdict
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.board.sentences import Sentences
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
-from ansible_collections.dralab.workshop.plugins.module_utils.values import AGE_PATTERN, format_time, parse_time
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import natural_key
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
-from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_time, parse_duration, parse_time
 
 FORMAT = 1
 INSTRUCTOR = 'instructor'
 PUBLIC = 'public'
 # Tile states, in the order they win: a tainted device is tainted whoever holds it.
 STATES = ('tainted', 'in_use', 'allocated', 'free')
-# The objects build() takes (dra_collect.collect() returns them under these keys).
-OBJECT_KINDS = ('device_classes', 'slices', 'claims', 'pods', 'nodes', 'namespaces', 'events')
-
-_UTC = datetime.timezone.utc
 
 
 def _key(obj):
@@ -66,37 +61,21 @@ def _memory(spec):
     return None
 
 
-def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces=(), events=(),
-          driver=dra_objects.DEFAULT_DRIVER, expected_devices_per_node=8, lease_max='8h', stale_claim_age='1h',
-          people=None, activity=None, title='DRA lab', now=None, device_taint_rules=(), explanations=None,
-          report=None):
-    """The instructor's board of one lab state.
+def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVER, lease_max='8h', people=None,
+            activity=None, title='DRA lab'):
+    """The instructor's board of one lab state, from board_build.build().
 
+    objects: {kind: [object]} (board_build.OBJECT_KINDS); report: dra_health.analyze's answer for them at now;
+    explanations: dra_explain.explain_pending's answers for them at now; now: aware datetime;
     people: {seat: person name} (instructor only); activity: {namespace: RFC 3339 time} of changes seen
-    that left no object behind (a deleted claim), merged into the seats' last activity; now: aware datetime
-    or RFC 3339 (default: the current time); device_taint_rules: DeviceTaintRules (resource.k8s.io/v1alpha3),
-    whose taints show on the tiles as the devices' own do; explanations: dra_explain.explain_pending's answers
-    for these objects at now, when the caller has them already (dra_health), else the board asks for them;
-    report: dra_health.analyze's answer for these objects at now, events included, when the caller has judged
-    them already (dra_health, with its own options), else the board analyzes them with its options.
+    that left no object behind (a deleted claim), merged into the seats' last activity.
 
     Returns a dict (JSON-ready): format, view, title, generated, summary, nodes (each with its device
     tiles), pending, problems, seats.
     """
-    now = parse_time(now) if now is not None else datetime.datetime.now(_UTC)
     lease_seconds = parse_duration(lease_max)
     people = dict(people or {})
-    objects = dict(device_classes=list(device_classes or []), slices=list(slices or []), claims=list(claims or []),
-                   pods=list(pods or []), nodes=list(nodes or []), namespaces=list(namespaces or []))
-    if report is None:
-        if explanations is None:
-            explanations = dra_explain.explain_pending(now=now, device_taint_rules=list(device_taint_rules or []),
-                                                       **objects)
-        report = dra_health.analyze(events=list(events or []), driver=driver,
-                                   expected_devices_per_node=expected_devices_per_node,
-                                   stale_claim_age=stale_claim_age, now=now,
-                                   explanations=dict((item['claim'], item) for item in explanations),
-                                   device_taint_rules=list(device_taint_rules or []), **objects)
+    sentences = Sentences(objects, explanations, now)
     taints_by_device = dict(((row['pool'], row['device']), [dra_objects.taint_text(t) for t in row['taints']])
                             for row in report['tainted_devices'] if row['driver'] == driver)
 
@@ -153,7 +132,7 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
             continue
         pending.append({'seat': seats.get(row['namespace']), 'namespace': row['namespace'], 'claim': row['name'],
                         'since': row['created'], 'reason': row['explain_reason'] or 'pending',
-                        'sentence': row['explain_sentence'] or row['pending_reason'] or ''})
+                        'sentence': sentences.pending(row)})
 
     board_seats = _seats(seats, report['claims'], objects['claims'] + objects['pods'], people, activity or {},
                          driver)
@@ -166,7 +145,8 @@ def build(device_classes=(), slices=(), claims=(), pods=(), nodes=(), namespaces
         'format': FORMAT, 'view': INSTRUCTOR, 'title': title, 'generated': format_time(now),
         'driver': driver, 'healthy': report['healthy'], 'summary': summary, 'nodes': board_nodes,
         'pending': pending,
-        'problems': [dict((k, p.get(k)) for k in ('severity', 'type', 'object', 'reason')) for p in report['problems']],
+        'problems': [dict(dict((k, p.get(k)) for k in ('severity', 'type', 'object')), reason=sentences.problem(p))
+                     for p in report['problems']],
         'seats': board_seats,
     }
 
@@ -218,18 +198,8 @@ def public(board):
     return shown
 
 
-# The sentences of a board, by list: the waiting claims' and the problems'.
-SENTENCES = (('pending', 'sentence'), ('problems', 'reason'))
-
-
 def same_state(first, second):
-    """Whether two boards show the same lab: their `generated` times aside, and the ages their sentences name
-    (a claim created 2h40m ago at one look was created 2h45m ago five minutes later: the same lab)."""
+    """Whether two boards show the same lab: everything but their `generated` times (a board holds no age)."""
     def strip(board):
-        board = dict((k, v) for k, v in (board or {}).items() if k != 'generated')
-        for key, field in SENTENCES:
-            if isinstance(board.get(key), list):
-                board[key] = [dict(row, **{field: AGE_PATTERN.sub('<age>', row.get(field) or '')})
-                              for row in board[key]]
-        return board
+        return dict((k, v) for k, v in (board or {}).items() if k != 'generated')
     return strip(first) == strip(second)

@@ -1,25 +1,36 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""board_model.build() on recorded resource.k8s.io/v1 objects: tiles, holders, leases, capacity, waiting
-claims, problems, the seats table, and the public view without people."""
+"""The board's state (board_build.build(), arranged by board_model.arrange()) on recorded resource.k8s.io/v1
+objects: tiles, holders, leases, capacity, waiting claims, problems, the seats table, the public view without
+people, and the times that stand for ages in its sentences."""
 
 from __future__ import annotations
 
 import copy
 import json
 
-import pytest
-
+from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
+from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
-from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # pylint: disable=unused-import  # noqa: F401
+from ansible_collections.dralab.workshop.plugins.module_utils.board import sentences as board_sentences
+from test_dra_model import LABELS, NOW, broken_fixture, crash, find, healthy_fixture, plugin_of  # pylint: disable=unused-import  # noqa: F401
 
 
-def build(data, **options):
-    options.setdefault('now', NOW)
-    return board_model.build(**dict(data, **options))
+BOARD_OPTIONS = ('lease_max', 'people', 'activity', 'title')
+
+
+def build(data, now=NOW, **options):
+    """The board of data at now: options are the board's (BOARD_OPTIONS) and the judgement's."""
+    board = dict((key, options.pop(key)) for key in BOARD_OPTIONS if key in options)
+    return board_build.build(data, now=now, board=board, **options)['board']
+
+
+def text(board, sentence):
+    """A sentence of the board as its page writes it at the board's time."""
+    return board_page.words(sentence, board['generated'])
 
 
 def tiles(board):
@@ -125,28 +136,33 @@ def test_waiting_claims_carry_the_explainers_sentence(broken):
         ('user16', 'gpu-claim'), ('user17', 'train-1-gpu-bs5sl'), ('user18', 'unused-claim'), ('user19', 'huge-claim')]
     for row in board['pending']:
         answer = explained['%s/%s' % (row['namespace'], row['claim'])]
-        assert (row['reason'], row['sentence']) == (answer['reason'], answer['sentence'])
+        assert (row['reason'], text(board, row['sentence'])) == (answer['reason'], answer['sentence'])
     huge = board['pending'][-1]
-    assert huge['reason'] == 'no_such_class' and 'gpu-huge.example.com' in huge['sentence']
+    assert huge['reason'] == 'no_such_class' and 'gpu-huge.example.com' in text(board, huge['sentence'])
     assert huge['since'] == '2026-10-28T09:58:00Z'
 
 
-def test_explanations_given_by_the_caller_are_used_as_they_are(broken, monkeypatch):
-    """dra_health explains the pending claims once and hands the answers to the board of its snapshot."""
+def test_the_pending_claims_are_explained_once_for_the_report_and_the_board(broken, monkeypatch):
+    """dra_health's report and the board of its snapshot share one explanation of the pending claims."""
     answers = dra_explain.explain_pending(
         device_classes=broken['device_classes'], slices=broken['slices'], claims=broken['claims'],
         pods=broken['pods'], nodes=broken['nodes'], namespaces=broken['namespaces'], now=NOW)
     own = build(broken)
-    monkeypatch.setattr(dra_explain, 'explain_pending', lambda **kwargs: pytest.fail('explained again'))
-    assert build(broken, explanations=answers) == own
-    reworded = [dict(answer, sentence='as the caller said') for answer in answers]
-    assert {row['sentence'] for row in build(broken, explanations=reworded)['pending']} == {'as the caller said'}
+    calls = []
+    monkeypatch.setattr(dra_explain, 'explain_pending', lambda **kwargs: calls.append(kwargs) or answers)
+    lab = board_build.build(broken, now=NOW, board={})
+    assert len(calls) == 1 and lab['board'] == own
+    explained = [p for p in lab['report']['problems'] if p.get('explain_sentence')]
+    assert explained and all(p['reason'].endswith(p['explain_sentence']) for p in explained)
+    reworded = [dict(answer, sentence='as the explainer said') for answer in answers]
+    monkeypatch.setattr(dra_explain, 'explain_pending', lambda **kwargs: reworded)
+    assert {text(own, row['sentence']) for row in build(broken)['pending']} == {'as the explainer said'}
 
 
 def test_the_problems_are_dra_healths(broken):
     board = build(broken)
     report = dra_health.analyze(now=NOW, **broken)
-    assert [(p['severity'], p['type'], p['object'], p['reason'][:40]) for p in board['problems']] == \
+    assert [(p['severity'], p['type'], p['object'], text(board, p['reason'])[:40]) for p in board['problems']] == \
         [(p['severity'], p['type'], p['object'], p['reason'][:40]) for p in report['problems']]
     assert (board['summary']['errors'], board['summary']['warnings']) == (10, 6) and not board['healthy']
     # The node that publishes nothing still has its section (with no tile).
@@ -193,19 +209,72 @@ def test_the_same_lab_gives_the_same_board_at_another_time(healthy):
 
 def test_an_age_that_moved_on_is_the_same_lab(broken):
     """health.yml writes the snapshot again only when the lab changed: five minutes later the stale claim's
-    sentence names another age, and nothing else differs."""
+    sentence names another age on the page, and the board's state is the same."""
     first = build(broken, now='2026-10-28T12:35:00Z')
     later = build(broken, now='2026-10-28T12:40:00Z')
-    reasons = [(p['reason'], q['reason']) for p, q in zip(first['problems'], later['problems']) if p != q]
+    reasons = [(text(first, p['reason']), text(later, q['reason'])) for p, q in zip(first['problems'], later['problems'])
+               if text(first, p['reason']) != text(later, q['reason'])]
     assert reasons and all('2h40m ago' in old and '2h45m ago' in new for old, new in reasons)
     assert board_model.same_state(first, later)
+    assert dict(first, generated=None) == dict(later, generated=None), 'the state holds times, not ages'
     moved = copy.deepcopy(later)
-    moved['problems'][0]['reason'] = moved['problems'][0]['reason'].replace('node2', 'node3')
+    moved['problems'][0]['reason'] = [part.replace('node2', 'node3') if isinstance(part, str) else part
+                                      for part in moved['problems'][0]['reason']]
     assert moved != later and not board_model.same_state(first, moved)
 
 
+def test_a_stale_claims_age_is_its_creation_time(broken):
+    board = build(broken, now='2026-10-28T12:35:00Z')
+    [stale] = [p for p in board['problems'] if p['type'] == 'claim_allocated_unused'][:1]
+    claim = find(broken['claims'], *stale['object'].split(' ')[1].split('/'))
+    assert {'since': claim['metadata']['creationTimestamp']} in stale['reason']
+    assert ' was created ' in stale['reason'][0] and stale['reason'][2].startswith(' ago and holds the GPU')
+
+
+def test_the_explainers_holders_are_named_with_the_time_they_hold_since(healthy):
+    """A claim that waits because every GPU is held names each holder "for 26m": the board keeps the holder
+    claim's creation, and the page says the same words as the explainer at the board's time."""
+    held = {('node1', 'gpu-0'), ('node1', 'gpu-1'), ('node2', 'gpu-3'), ('node2', 'gpu-5'), ('node3', 'gpu-2')}
+    for piece in healthy['slices']:
+        piece['spec']['devices'] = [d for d in piece['spec']['devices'] if (piece['spec']['pool']['name'], d['name']) in held]
+    waiting = copy.deepcopy(find(healthy['claims'], 'user01', 'gpu-claim'))
+    waiting['metadata'].update(name='waiting', uid='waiting-uid', creationTimestamp='2026-10-28T09:50:00Z')
+    waiting['status'] = {}
+    healthy['claims'].append(waiting)
+    answer = next(a for a in dra_explain.explain_pending(now=NOW, **dict(
+        (k, healthy[k]) for k in ('device_classes', 'slices', 'claims', 'pods', 'nodes', 'namespaces')))
+        if a['claim'] == 'user01/waiting')
+    assert answer['reason'] == 'all_matching_in_use' and ' for 26m' in answer['sentence'], answer['sentence']
+    board = build(healthy)
+    [row] = [p for p in board['pending'] if p['claim'] == 'waiting']
+    held = [part['since'] for part in row['sentence'] if isinstance(part, dict)]
+    assert '2026-10-28T09:34:00Z' in held and text(board, row['sentence']) == answer['sentence']
+    later = build(healthy, now='2026-10-28T10:20:00Z')
+    assert board_model.same_state(board, later) and ' for 46m' in text(later, row['sentence'])
+
+
+def test_a_plugins_restart_is_kept_as_the_time_it_ended(healthy):
+    crash(plugin_of(healthy, 'node2'), 1, '2026-10-28T09:58:00Z')
+    first = build(healthy, plugin_labels=LABELS)
+    later = build(healthy, plugin_labels=LABELS, now='2026-10-28T10:03:00Z')
+    [problem] = [p for p in first['problems'] if p['type'] == 'driver_plugin_restarted']
+    assert {'since': '2026-10-28T09:58:00Z'} in problem['reason'] and 'ended 2m ago (exit code 137' in text(first, problem['reason'])
+    assert board_model.same_state(first, later) and 'ended 5m ago' in text(later, later['problems'][0]['reason'])
+
+
+def test_parts_keep_the_text_and_mark_only_the_known_ages():
+    phrase = ('gpu-3 on node1 by user07 for ', '12m', '', '2026-10-28T09:48:00Z')
+    text_ = '1 GPU matches; it is in use: gpu-3 on node1 by user07 for 12m. Wait 12m.'
+    parts = board_sentences.parts(text_, [phrase])
+    assert parts == ['1 GPU matches; it is in use: gpu-3 on node1 by user07 for ', {'since': '2026-10-28T09:48:00Z'},
+                     '. Wait 12m.']
+    assert board_page.words(parts, NOW) == text_
+    assert board_sentences.parts('no age here', [phrase]) == ['no age here']
+    assert board_sentences.parts('', [phrase]) == []
+
+
 def test_an_empty_lab(healthy):
-    board = board_model.build(now=NOW)
+    board = build({})
     assert board['nodes'] == [] and board['pending'] == [] and board['seats'] == []
     assert board['summary']['devices'] == 0 and board['healthy']
     json.dumps(board)

@@ -12,7 +12,7 @@ import copy
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
+from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
 
@@ -155,7 +155,7 @@ def test_devices_tainted_by_a_rule_or_by_the_driver_are_reported():
     other = taint_rule('other', {'key': 'k', 'effect': 'NoSchedule'}, driver=DRIVER, pool='node9')
     assert analyze(load('healthy'), device_taint_rules=[other])['tainted_devices'] == []
     # The board shows a rule's taint on the tile.
-    board = board_model.build(device_taint_rules=[rule], now=NOW, **load('healthy'))
+    board = board_build.build(dict(load('healthy'), device_taint_rules=[rule]), now=NOW, board={})['board']
     tile = next(t for n in board['nodes'] for t in n['devices'] if (t['node'], t['device']) == ('node3', 'gpu-0'))
     assert tile['state'] == 'tainted' and tile['taints'] == ['dralab.workshop/maintenance=gpu-0:NoSchedule']
 

@@ -17,7 +17,7 @@ import pathlib
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
+from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
@@ -152,7 +152,7 @@ def test_the_explainer_places_a_pending_gpu_and_nic_claim_on_one_root(lab):
 
 
 def test_the_board_shows_gpus_as_tiles_and_the_nic_beside_the_seats_gpu(lab):
-    board = board_model.build(now=NOW, **lab)
+    board = board_build.build(lab, now=NOW, board={})['board']
     assert board['summary']['devices'] == 24
     assert board['summary']['devices_in_use'] == 1
     [seat] = [s for s in board['seats'] if s['seat'] == 'user01']

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.dralab.workshop.plugins.modules import dra_health
@@ -230,13 +232,12 @@ def run_at(args, client, now):
 
 
 def test_snapshot_is_written_from_the_same_read_and_only_again_when_the_board_changes(tmp_path):
-    from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
     dest = tmp_path / 'board-snapshot.html'
     client = FakeClient('healthy')
     code, result = run({'snapshot_dest': str(dest)}, client)
     assert code == 0 and result['changed'] is True and result['healthy'] is True
     assert oct(dest.stat().st_mode & 0o777) == '0o600'
-    board = board_page.embedded(dest.read_text())
+    board = json.loads(dest.with_suffix('.json').read_text())
     assert board['generated'] == NOW and result['snapshot'] == {
         'dest': str(dest), 'summary': board['summary'], 'generated': NOW}
     assert board['summary']['devices'] == 24
@@ -250,11 +251,10 @@ def test_snapshot_is_written_from_the_same_read_and_only_again_when_the_board_ch
 
 
 def test_snapshot_of_an_unhealthy_lab_is_written_before_the_module_fails(tmp_path):
-    from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
     dest = tmp_path / 'board-snapshot.html'
     code, result = run({'snapshot_dest': str(dest), 'include_events': False}, FakeClient('broken'))
     assert code == 1 and result['failed'] is True and result['changed'] is True
-    assert board_page.embedded(dest.read_text())['summary']['devices'] == 22
+    assert json.loads(dest.with_suffix('.json').read_text())['summary']['devices'] == 22
 
 
 def test_snapshot_in_check_mode_writes_nothing(tmp_path):
@@ -280,16 +280,15 @@ def test_snapshot_folder_is_made_when_missing(tmp_path):
 def test_snapshot_shows_the_modules_judgement_made_once(tmp_path):
     """With events read, the board is judged with the module's own options (here the expected node node9, which
     the board alone would not know), from the one analysis the report comes from."""
-    from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
     dest = tmp_path / 'board-snapshot.html'
     args = {'snapshot_dest': str(dest), 'nodes': ['node1', 'node2', 'node3', 'node9'], 'fail_on_unhealthy': False}
     code, result = run(args, FakeClient('healthy'))
     assert code == 0 and result['healthy'] is False
-    board = board_page.embedded(dest.read_text())
+    board = json.loads(dest.with_suffix('.json').read_text())
     assert [p['object'] for p in board['problems']] == [p['object'] for p in result['problems']] == ['Node node9']
     assert board['summary']['errors'] == result['summary']['errors'] == 1
     # Without events the board judges the objects itself, with its own options.
     dest.unlink()
     code, result = run(dict(args, include_events=False), FakeClient('healthy'))
     assert code == 0 and result['healthy'] is False
-    assert board_page.embedded(dest.read_text())['problems'] == []
+    assert json.loads(dest.with_suffix('.json').read_text())['problems'] == []

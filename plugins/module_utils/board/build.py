@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one chain from the objects read to the lab's report and its board: explain -> analyze -> board state.
+
+dra_health (its report, and its snapshot with snapshot_dest), board_snapshot and
+the board's server (dralab-board) all call build(); nothing else explains,
+analyzes and arranges a board. The pending claims are explained once, at one
+time `now`, and the report and the board share those answers.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_state
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_time
+
+# The objects build() reads (dra_collect.collect() returns them under these keys; a missing key is none).
+OBJECT_KINDS = ('device_classes', 'slices', 'claims', 'pods', 'nodes', 'namespaces', 'events', 'device_taint_rules')
+# What the board's own judgement takes of the options (without the report's events it judges apart, with these).
+BOARD_JUDGEMENT = ('driver', 'expected_devices_per_node', 'stale_claim_age')
+
+
+def build(objects, now=None, board=None, report_events=True, **options):
+    """The lab's report and, when board options are given, its board.
+
+    objects: {kind: [object]} as dra_collect.collect() reads them (OBJECT_KINDS); now: aware datetime or RFC 3339
+    (default: the current time); options: dra_health.analyze's (driver, expected_devices_per_node, stale_claim_age,
+    expected_nodes, node_selector, plugin_labels); board: None (no board) or board_state.arrange's options
+    (lease_max, title, people, activity); report_events: whether the report reads the FailedScheduling events
+    (dra_health's include_events). The board always reads them: a report without them is not the board's, which
+    is then judged on its own with the board's options (BOARD_JUDGEMENT).
+
+    Returns {'report': dra_health.analyze's report, 'board': the board's state or None}.
+    """
+    now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
+    lists = dict((kind, list(objects.get(kind) or [])) for kind in OBJECT_KINDS)
+    cluster = dict((kind, lists[kind]) for kind in OBJECT_KINDS if kind != 'events')
+    explanations = dra_explain.explain_pending(now=now, **cluster)
+    by_claim = dict((answer['claim'], answer) for answer in explanations)
+
+    def judge(events, **judgement):
+        return dra_health.analyze(events=events, now=now, explanations=by_claim, **dict(cluster, **judgement))
+
+    report = judge(lists['events'] if report_events else [], **options)
+    if board is None:
+        return {'report': report, 'board': None}
+    board_report = report if report_events else judge(
+        lists['events'], **dict((k, options[k]) for k in BOARD_JUDGEMENT if k in options))
+    state = board_state.arrange(lists, board_report, explanations, now,
+                                driver=options.get('driver', dra_objects.DEFAULT_DRIVER), **board)
+    return {'report': report, 'board': state}
