@@ -198,12 +198,9 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import feature_gates, feature_problems
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import admin_kubeconfig
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import (
-    effective_settings,
-    parse_feature_gates,
-    resolve_hosts,
-    validate,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import parse_feature_gates
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.resolve import resolve_hosts
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import effective_settings, validate
 
 # Options that carry a lab-wide dralab_<option> variable.
 LAB_OPTIONS = (

@@ -97,6 +97,7 @@ BAD_FIELDS = [
     "dralab_device_classes[0] (gpu-small).selectors[1] is an empty CEL expression",
     "dralab_feature_gates: unknown feature gate 'FooBar' for Kubernetes 1.35",
     "dralab_login_hosts: 'login9' is not a host in the inventory",
+    "groups['ungrouped']: node1 is in none of the groups the playbooks use (control_plane, workers, login, mirror)",
 ]
 
 
