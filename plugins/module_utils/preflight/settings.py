@@ -297,19 +297,13 @@ def check_leases(config, report):
 
 
 def check_mirrors(config, report):
-    key = 'dralab_registry_mirror'
-    value = given(config, key)
-    if not isinstance(value, str):
-        report.error(key, '%s is not a string' % show(value))
-    elif value.strip():
-        problem = host_port_problem(value.strip())
+    """The registry mirror is host[:port], the download mirror an http(s) URL; empty means upstream."""
+    for key, problem_of, sentence in (('dralab_registry_mirror', host_port_problem, '%(problem)s'),
+                                      ('dralab_download_mirror', url_problem, '%(value)s is %(problem)s')):
+        value = given(config, key)
+        if not isinstance(value, str):
+            report.error(key, '%s is not a string' % show(value))
+            continue
+        problem = problem_of(value.strip()) if value.strip() else None
         if problem:
-            report.error(key, problem)
-    key = 'dralab_download_mirror'
-    value = given(config, key)
-    if not isinstance(value, str):
-        report.error(key, '%s is not a string' % show(value))
-    elif value.strip():
-        problem = url_problem(value.strip())
-        if problem:
-            report.error(key, '%s is %s' % (show(value), problem))
+            report.error(key, sentence % {'problem': problem, 'value': show(value)})
