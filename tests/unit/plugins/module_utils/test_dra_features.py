@@ -93,7 +93,7 @@ def test_preflight_refuses_bad_features_before_any_change():
 
 def test_preflight_refuses_a_gate_switched_off_that_a_feature_needs():
     errors, dummy = validate(dict(GOOD, dralab_dra_features=['device_taints'],
-                                             dralab_feature_gates=['DRADeviceTaintRules=false']))
+                                  dralab_feature_gates=['DRADeviceTaintRules=false']))
     assert len(errors) == 1
     assert errors[0].startswith('dralab_feature_gates: DRADeviceTaintRules=false switches off what device_taints')
 
@@ -105,13 +105,13 @@ def test_preflight_warns_when_the_seat_quota_is_below_the_demo():
                         '3 claims in a seat, and dralab_gpus_per_seat 1 lets a seat hold 1; raise '
                         'dralab_gpus_per_seat to 3 for the seats to run it']
     errors, warnings = validate(dict(GOOD, dralab_dra_features=['consumable_capacity'],
-                                                dralab_gpus_per_seat=3))
+                                     dralab_gpus_per_seat=3))
     assert (errors, warnings) == ([], [])
 
 
 def test_every_feature_is_valid_together():
     errors, dummy = validate(dict(GOOD, dralab_dra_features=list(dra_features.NAMES),
-                                             dralab_gpus_per_seat=3))
+                                  dralab_gpus_per_seat=3))
     assert errors == []
 
 
@@ -206,7 +206,7 @@ def test_preflight_warns_when_gpu_nic_numa_would_pull_the_upstream_driver():
                         "the nodes pull the upstream image, whose drivers publish no resource.kubernetes.io/pcieRoot, "
                         "and its demo's claim stays pending"]
     assert validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'],
-                                    dralab_registry_mirror='10.89.0.1:5000')) == ([], [])
+                         dralab_registry_mirror='10.89.0.1:5000')) == ([], [])
 
 
 def test_preflight_refuses_a_menu_that_redefines_the_companion_class():
@@ -214,11 +214,11 @@ def test_preflight_refuses_a_menu_that_redefines_the_companion_class():
     menu = [{'name': 'gpu.example.com', 'selectors': ["device.driver == 'gpu.example.com'"]},
             {'name': 'nic.example.com', 'selectors': ["device.driver == 'gpu.example.com'"]}]
     errors, dummy = validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'], dralab_device_classes=menu,
-                                             **mirror))
+                                  **mirror))
     assert errors == ["dralab_device_classes[1]: nic.example.com is the companion class of dralab_dra_features (a "
                       "seat's claim may hold one of it beside its GPU), so its selectors must be "
                       "[\"device.driver == 'net.example.com'\"], or a seat could take a second GPU through it; "
                       "remove it from the menu or rename it"]
     menu[1] = dict(dra_features.NIC_CLASS)
     assert validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'], dralab_device_classes=menu,
-                                    **mirror)) == ([], [])
+                         **mirror)) == ([], [])
