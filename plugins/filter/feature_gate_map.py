@@ -44,7 +44,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import merge_feature_gates
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import merge_feature_gates
 
 
 def feature_gate_map(gates, extra=None, strict=False):

@@ -45,7 +45,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import feature_gate_string, merge_feature_gates
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import feature_gate_string, merge_feature_gates
 
 
 def feature_gates(gates, extra=None, strict=False):

@@ -33,7 +33,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import max_token_expiration as _max
+from ansible_collections.dralab.workshop.plugins.module_utils.values import max_token_expiration as _max
 
 
 def max_token_expiration(value):

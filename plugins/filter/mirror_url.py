@@ -49,7 +49,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import mirror_url as _mirror_url
+from ansible_collections.dralab.workshop.plugins.module_utils.values import mirror_url as _mirror_url
 
 
 def mirror_url(upstream_url, mirror):

@@ -47,7 +47,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import generate_seat_names
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.names import generate_seat_names
 
 
 def seat_names(count, prefix='user', width=2):

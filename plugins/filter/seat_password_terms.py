@@ -57,7 +57,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import password_lookup_terms
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.names import password_lookup_terms
 
 
 def seat_password_terms(seats, directory, length=14, encrypt=None):

@@ -4,7 +4,7 @@
 """The one definition of every lab-wide dralab_* setting.
 
 Each setting has its name, type, default, bounds or choices and description
-here and nowhere else. lab_config validates against it (the preflight), and
+here and nowhere else. The preflight (preflight/settings.py) validates against it, and
 tests/unit/test_settings_registry.py fails when a role default's fallback
 (``"{{ dralab_seats | default(72) }}"``), an argument spec's description, a
 sample inventory's group_vars or the tables of README.md and

@@ -5,9 +5,11 @@
 
 The bottom layer of plugins/module_utils (docs/architecture.md): it imports
 nothing of this collection, so every other module may import it. One rule per
-value kind lives here: durations, integers and booleans as YAML gives them,
-Kubernetes and Linux names, host:port and URLs, semantic versions, networks,
-Kubernetes quantities, and the labels that mark the collection's objects.
+value kind lives here: durations (and the token lifetime kube-apiserver takes
+from one), integers and booleans as YAML gives them, Kubernetes and Linux
+names, host:port and URLs (and an upstream URL on the files mirror), semantic
+versions, networks, Kubernetes quantities, and the labels that mark the
+collection's objects.
 
 Helpers either return a problem (a sentence naming the bad value, or None) or
 raise ValueError with such a sentence.
@@ -51,6 +53,7 @@ _HOSTNAME = re.compile(
 _IPV6 = re.compile(r'^\[[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?\]$')
 _HOST_PORT = re.compile(r'^(\[[^\]]*\]|[^:/\[\]]+)(?::([0-9]+))?$')
 _URL = re.compile(r'^(https?)://([^/?#\s]+)([/?#]\S*)?$', re.IGNORECASE)
+_SCHEME = re.compile(r'^[A-Za-z][A-Za-z0-9+.-]*://')
 _DURATION = re.compile(r'^(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$')
 _DURATION_UNITS = (7 * 86400, 86400, 3600, 60, 1)
 _BOOL_TRUE = ('true', 'yes', 'on', '1')
@@ -121,6 +124,15 @@ def parse_duration(value):
                      'for example 8h, 90m, 2d, 1h30m, 3600s)' % show(value))
 
 
+# kube-apiserver refuses a --service-account-max-token-expiration shorter than this.
+MIN_MAX_TOKEN_EXPIRATION = 3600
+
+
+def max_token_expiration(value):
+    """kube-apiserver's --service-account-max-token-expiration for a duration (the event's): 'Ns', at least 1h."""
+    return '%ds' % max(parse_duration(value), MIN_MAX_TOKEN_EXPIRATION)
+
+
 def is_dns1123_label(value):
     return isinstance(value, str) and len(value) <= 63 and bool(_DNS1123_LABEL.match(value))
 
@@ -154,6 +166,27 @@ def url_problem(value):
     if problem:
         return 'bad host: %s' % problem
     return None
+
+
+def mirror_url(upstream_url, mirror):
+    """Map an upstream URL onto a files mirror laid out as <mirror>/<host>/<path>.
+
+    An empty or None mirror returns upstream_url unchanged.
+    """
+    if not isinstance(upstream_url, str) or not upstream_url.strip():
+        raise ValueError('upstream URL %s is not a non-empty string' % show(upstream_url))
+    if mirror is None:
+        return upstream_url
+    if not isinstance(mirror, str):
+        raise ValueError('mirror %s is not a string' % show(mirror))
+    mirror = mirror.strip()
+    if not mirror:
+        return upstream_url
+    problem = url_problem(mirror)
+    if problem:
+        raise ValueError('mirror %s: %s' % (show(mirror), problem))
+    rest = _SCHEME.sub('', upstream_url.strip(), count=1).lstrip('/')
+    return mirror.rstrip('/') + '/' + rest
 
 
 def host_port_problem(value):

@@ -26,10 +26,19 @@ description:
   - Fails on more than one control_plane host (the lab builds no HA control plane), pod and Service networks that
     are not CIDRs or overlap each other or a node address, and chart or image versions of the dra_driver role that
     are not semantic versions.
+  - Fails, naming the host and the field, on the topology and address mistakes that would otherwise reach hosts
+    before any change. Workers without a control_plane host; a host in none of the groups the playbooks
+    use (C(control_plane), C(workers), C(login), C(mirror)) when it is ungrouped or in a group whose name is close
+    to one of them (a host in another group is a warning); a O(login_hosts) entry outside the C(login) group; a
+    node whose address is IPv6, loopback, unspecified, link-local or multicast (the lab is IPv4 only, and the
+    address becomes the node's IP); two hosts with the same address; IPv6 pod or Service networks; a pod network
+    outside /8../24 or without a /24 for every node; a Service network smaller than /28 (kubeadm gives DNS its
+    10th address); a registry or download mirror inside the pod or Service network.
   - With O(host_settings), resolves every lab-wide setting once from what each host of the lab sees, fails when a
     setting differs between hosts (set on a group other than C(all)), and fails on C(dralab_*) variables that
     are not lab settings, naming the closest known one (a misspelt setting would otherwise be ignored).
-  - Reports what is allowed but probably unintended (no login hosts, a locked gate set to its default) as warnings.
+  - Reports what is allowed but probably unintended (no login hosts, a locked gate set to its default, a control
+    plane host also listed in C(workers), a host in a group the playbooks do not use) as warnings.
   - Every option from O(kubernetes_version) to O(login_hosts) takes the value of the lab-wide variable of the same
     name with the C(dralab_) prefix and overrides O(host_settings); a setting set nowhere means its default
     (plugins/module_utils/lab_settings.py, the one definition of every setting).
@@ -58,8 +67,8 @@ options:
         (localhost included).
     type: dict
   node_addresses:
-    description: The address (C(ansible_host)) of each node, host name to address; names that are not IP addresses
-      are skipped.
+    description: The address (C(ansible_host)) of each host of C(control_plane), C(workers) and C(login), host name to
+      address; names that are not IP addresses are only compared with each other.
     type: dict
   role_versions:
     description: The chart and image versions of the dra_driver role the inventory sets (C(dra_driver_chart_version),
@@ -199,12 +208,9 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_typ
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import feature_gates, feature_problems
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import admin_kubeconfig
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import (
-    effective_settings,
-    parse_feature_gates,
-    resolve_hosts,
-    validate,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import parse_feature_gates
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.resolve import resolve_hosts
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import effective_settings, validate
 
 # Options that carry a lab-wide dralab_<option> variable.
 LAB_OPTIONS = (

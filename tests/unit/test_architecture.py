@@ -149,8 +149,8 @@ def test_a_package_import_names_the_module(tmp_path):
 
 def test_imports_inside_functions_count(tmp_path):
     path = tmp_path / 'lazy.py'
-    path.write_text('def late():\n    from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import validate\n')
-    assert imports_of(path) == [('module_utils.preflight.config', 2)]
+    path.write_text('def late():\n    from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import validate\n')
+    assert imports_of(path) == [('module_utils.preflight.validate', 2)]
 
 
 def borrowed_uses(path, name, home):

@@ -97,6 +97,7 @@ BAD_FIELDS = [
     "dralab_device_classes[0] (gpu-small).selectors[1] is an empty CEL expression",
     "dralab_feature_gates: unknown feature gate 'FooBar' for Kubernetes 1.35",
     "dralab_login_hosts: 'login9' is not a host in the inventory",
+    "groups['ungrouped']: node1 is in none of the groups the playbooks use (control_plane, workers, login, mirror)",
 ]
 
 
@@ -169,6 +170,23 @@ def test_bad_inventory_fails_naming_each_field(tmp_path):
     assert_no_host_contacted(result)
 
 
+@pytest.mark.parametrize('sample', ['workshop', 'local'])
+def test_the_sample_inventories_pass(tmp_path, sample):
+    # The inventories as shipped, through the module (seeded facts stand in for the nodes' OS release).
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / 'tmp'), ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / 'facts'),
+               DRALAB_CACHE=str(tmp_path / 'cache'))
+    playbooks = [str(seed_facts(tmp_path, 'Debian', '12.11')), 'playbooks/preflight.yml']
+    result = subprocess.run(
+        [str(ANSIBLE_PLAYBOOK), '-i', 'inventories/%s/hosts.yml' % sample, '-e',
+         'ansible_python_interpreter=' + sys.executable] + playbooks,
+        cwd=str(REPO), env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert 'Preflight found' not in result.stdout
+    assert 'Validate the inventory and the lab-wide settings' in result.stdout
+    assert all(counts['unreachable'] == 0 for counts in recap(result.stdout).values()), result.stdout
+
+
 def test_extra_vars_override_the_inventory(tmp_path):
     result = run_preflight(tmp_path, good_inventory(), '-e', 'dralab_kubernetes_version=1.36.0')
     assert result.returncode != 0
@@ -216,7 +234,29 @@ def node_in_pod_network():
     return inventory
 
 
+def worker_in_a_misspelt_group():
+    inventory = good_inventory()
+    inventory['all']['children']['worker'] = inventory['all']['children'].pop('workers')
+    return inventory
+
+
+def ipv6_worker():
+    inventory = good_inventory()
+    inventory['all']['children']['workers']['hosts']['node1']['ansible_host'] = '2001:db8::11'
+    return inventory
+
+
 BAD_INPUTS = {
+    'worker in a misspelt group': (
+        worker_in_a_misspelt_group(),
+        "groups['worker']: node1 is in none of the groups the playbooks use (control_plane, workers, login, mirror), "
+        "so no play reaches it (did you mean workers?)"),
+    'IPv6 node address': (
+        ipv6_worker(),
+        'ansible_host of node1: 2001:db8::11 is an IPv6 address; the lab is IPv4 only'),
+    'login host outside the login group': (
+        with_vars(dralab_login_hosts=['node1']),
+        'dralab_login_hosts: node1 is not in the login group'),
     'two control plane hosts': (
         two_control_planes(),
         "groups['control_plane']: 2 hosts (cp1, cp2); the lab builds one control plane node (no HA)"),

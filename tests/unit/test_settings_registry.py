@@ -11,6 +11,7 @@ with it, and nothing else may keep defaults of its own.
 
 from __future__ import annotations
 
+import importlib
 import os
 import pathlib
 import re
@@ -19,7 +20,8 @@ import pytest
 import yaml
 from jinja2.nativetypes import NativeEnvironment
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight import config as lab_config
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight import report as preflight_report
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import validate
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import BY_NAME, SETTINGS
 
@@ -174,7 +176,7 @@ def test_local_sample_is_valid():
                   if name.startswith('dralab_') and not (isinstance(value, str) and '{{' in value))
     config['groups'] = {'control_plane': ['cp1'], 'workers': ['worker1'], 'login': ['cp1']}
     config['dralab_login_hosts'] = ['cp1']
-    errors, dummy = lab_config.validate(config)
+    errors, dummy = validate(config)
     assert errors == []
 
 
@@ -190,10 +192,16 @@ def test_documented_table_is_the_registry(document):
 
 
 def test_no_other_defaults():
-    # lab_config validates against the registry; it keeps no defaults of its own.
-    assert lab_config.DEFAULTS is lab_settings.DEFAULTS
-    source = (REPO / 'plugins' / 'module_utils' / 'preflight' / 'config.py').read_text()
-    assert 'DEFAULTS = ' not in source
+    # The preflight validates against the registry: a setting it is not given is read with report.given(),
+    # from lab_settings.DEFAULTS; no file of preflight/ keeps defaults of its own.
+    assert preflight_report.DEFAULTS is lab_settings.DEFAULTS
+    assert preflight_report.given({}, 'dralab_seats') == BY_NAME['dralab_seats'].default
+    files = sorted((REPO / 'plugins' / 'module_utils' / 'preflight').glob('*.py'))
+    assert len(files) > 2, files
+    for path in files:
+        assert 'DEFAULTS = ' not in path.read_text(), path.name
+        module = importlib.import_module('ansible_collections.dralab.workshop.plugins.module_utils.preflight.' + path.stem)
+        assert getattr(module, 'DEFAULTS', lab_settings.DEFAULTS) is lab_settings.DEFAULTS, path.name
     preflight = (REPO / 'playbooks' / 'preflight.yml').read_text()
     assert not SETTING_USE.search(preflight), 'playbooks/preflight.yml writes a default of its own'
 

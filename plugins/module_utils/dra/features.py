@@ -49,7 +49,7 @@ Notes kept here because they decide the table:
   the shared NICs the profile describes. With the gate, what is stored is what
   the driver publishes, and dra_health judges NICs as shared devices.
 
-This module imports only dra/gates.py (a values module); lab_config
+This module imports only dra/gates.py (a values module); the preflight
 validates dralab_dra_features with it and the dra_features filter hands its
 parts to the roles (docs/architecture.md).
 """

@@ -18,7 +18,7 @@ def apiserver_role_flags(variables=None) -> list[str]:
     variables = variables or role_vars.RoleVars()
     if str(REPO / "collections") not in sys.path:
         sys.path.insert(0, str(REPO / "collections"))  # collections/ansible_collections/dralab/workshop -> REPO
-    from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import max_token_expiration
+    from ansible_collections.dralab.workshop.plugins.module_utils.values import max_token_expiration
     extend = variables.get("control_plane", "control_plane_service_account_extend_token_expiration")
     return [
         "--enable-admission-plugins=" + ",".join(variables.get("control_plane", "control_plane_apiserver_admission_plugins")),

@@ -13,7 +13,8 @@ import yaml
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import features as dra_features
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight import config as lab_config
+from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import DEFAULTS
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import validate
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.menu import validate_menu
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.gates import FEATURE_GATES
 
@@ -86,32 +87,32 @@ def test_unknown_repeated_and_misshapen_features_are_named():
 
 
 def test_preflight_refuses_bad_features_before_any_change():
-    errors, dummy = lab_config.validate(dict(GOOD, dralab_dra_features=['device_taint']))
+    errors, dummy = validate(dict(GOOD, dralab_dra_features=['device_taint']))
     assert errors == ["dralab_dra_features[0]: 'device_taint' is not a DRA feature of Kubernetes 1.35 "
                       "(did you mean device_taints?)"]
 
 
 def test_preflight_refuses_a_gate_switched_off_that_a_feature_needs():
-    errors, dummy = lab_config.validate(dict(GOOD, dralab_dra_features=['device_taints'],
-                                             dralab_feature_gates=['DRADeviceTaintRules=false']))
+    errors, dummy = validate(dict(GOOD, dralab_dra_features=['device_taints'],
+                                  dralab_feature_gates=['DRADeviceTaintRules=false']))
     assert len(errors) == 1
     assert errors[0].startswith('dralab_feature_gates: DRADeviceTaintRules=false switches off what device_taints')
 
 
 def test_preflight_warns_when_the_seat_quota_is_below_the_demo():
-    errors, warnings = lab_config.validate(dict(GOOD, dralab_dra_features=['consumable_capacity']))
+    errors, warnings = validate(dict(GOOD, dralab_dra_features=['consumable_capacity']))
     assert errors == []
     assert warnings == ['dralab_dra_features: consumable_capacity: its demo (docs/demos/consumable-capacity) makes '
                         '3 claims in a seat, and dralab_gpus_per_seat 1 lets a seat hold 1; raise '
                         'dralab_gpus_per_seat to 3 for the seats to run it']
-    errors, warnings = lab_config.validate(dict(GOOD, dralab_dra_features=['consumable_capacity'],
-                                                dralab_gpus_per_seat=3))
+    errors, warnings = validate(dict(GOOD, dralab_dra_features=['consumable_capacity'],
+                                     dralab_gpus_per_seat=3))
     assert (errors, warnings) == ([], [])
 
 
 def test_every_feature_is_valid_together():
-    errors, dummy = lab_config.validate(dict(GOOD, dralab_dra_features=list(dra_features.NAMES),
-                                             dralab_gpus_per_seat=3))
+    errors, dummy = validate(dict(GOOD, dralab_dra_features=list(dra_features.NAMES),
+                                  dralab_gpus_per_seat=3))
     assert errors == []
 
 
@@ -154,7 +155,7 @@ def test_each_demo_is_a_folder_of_manifests_for_a_seat_namespace(name):
 
 @pytest.mark.parametrize('name', dra_features.demos(list(dra_features.NAMES)))
 def test_demo_claims_use_classes_of_the_menu_and_the_features(name):
-    menu = [item['name'] for item in lab_config.DEFAULTS['dralab_device_classes']]
+    menu = [item['name'] for item in DEFAULTS['dralab_device_classes']]
     known = set(menu) | set(item['name'] for item in dra_features.device_classes(list(dra_features.NAMES)))
     for filename, doc in demo_documents(name):
         if doc['kind'] != 'ResourceClaim':
@@ -199,26 +200,26 @@ def test_the_demo_claim_asks_for_a_gpu_and_a_nic_on_one_pcie_root():
 
 
 def test_preflight_warns_when_gpu_nic_numa_would_pull_the_upstream_driver():
-    errors, warnings = lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa']))
+    errors, warnings = validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa']))
     assert errors == []
     assert warnings == ["dralab_dra_features: gpu_nic_numa needs the lab's own build of dra-example-driver (the "
                         "offline mirror's image, dralab_build/mirror): with dralab_registry_mirror empty "
                         "the nodes pull the upstream image, whose drivers publish no resource.kubernetes.io/pcieRoot, "
                         "and its demo's claim stays pending"]
-    assert lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'],
-                                    dralab_registry_mirror='10.89.0.1:5000')) == ([], [])
+    assert validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'],
+                         dralab_registry_mirror='10.89.0.1:5000')) == ([], [])
 
 
 def test_preflight_refuses_a_menu_that_redefines_the_companion_class():
     mirror = {'dralab_registry_mirror': '10.89.0.1:5000'}
     menu = [{'name': 'gpu.example.com', 'selectors': ["device.driver == 'gpu.example.com'"]},
             {'name': 'nic.example.com', 'selectors': ["device.driver == 'gpu.example.com'"]}]
-    errors, dummy = lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'], dralab_device_classes=menu,
-                                             **mirror))
+    errors, dummy = validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'], dralab_device_classes=menu,
+                                  **mirror))
     assert errors == ["dralab_device_classes[1]: nic.example.com is the companion class of dralab_dra_features (a "
                       "seat's claim may hold one of it beside its GPU), so its selectors must be "
                       "[\"device.driver == 'net.example.com'\"], or a seat could take a second GPU through it; "
                       "remove it from the menu or rename it"]
     menu[1] = dict(dra_features.NIC_CLASS)
-    assert lab_config.validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'], dralab_device_classes=menu,
-                                    **mirror)) == ([], [])
+    assert validate(dict(GOOD, dralab_dra_features=['gpu_nic_numa'], dralab_device_classes=menu,
+                         **mirror)) == ([], [])

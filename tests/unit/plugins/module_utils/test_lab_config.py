@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""validate() and the helpers of module_utils/preflight/config.py: every check names its field."""
+"""validate() of module_utils/preflight/ and the helpers it shares with the filters: every check names its field."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import re
 
 import pytest
 
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight import config as lab_config
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.gates import FEATURE_GATES, KNOWN_FEATURE_GATES
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import validate
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import parse_feature_gates
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.resolve import resolve_hosts
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import effective_settings, validate
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.names import generate_seat_names
+from ansible_collections.dralab.workshop.plugins.module_utils.values import mirror_url
 
 HOSTS = ['cp1', 'node1', 'node2', 'login1']
 
@@ -112,7 +115,8 @@ def test_every_problem_is_reported_at_once():
                        device_classes=[{'name': 'a', 'selectors': ['']}])
     fields = sorted(re.match(r"groups\['\w+'\]|dralab_\w+", error).group(0) for error in errors)
     assert fields == sorted([
-        "groups['control_plane']", 'dralab_seats', 'dralab_devices_per_node', 'dralab_login_hosts',
+        "groups['control_plane']", "groups['ungrouped']", 'dralab_seats', 'dralab_devices_per_node',
+        'dralab_login_hosts',
         'dralab_event_duration', 'dralab_registry_mirror', 'dralab_download_mirror',
         'dralab_kubernetes_version', 'dralab_device_classes',
     ])
@@ -121,12 +125,13 @@ def test_every_problem_is_reported_at_once():
 # ---------------------------------------------------------------- inventory
 
 @pytest.mark.parametrize('groups', [
-    {'all': HOSTS, 'login': ['login1']},
-    {'all': HOSTS, 'login': ['login1'], 'control_plane': []},
-    {'all': HOSTS, 'login': ['login1'], 'control_plane': None},
+    {'all': ['login1'], 'login': ['login1']},
+    {'all': ['login1'], 'login': ['login1'], 'control_plane': []},
+    {'all': ['login1'], 'login': ['login1'], 'control_plane': None},
 ])
 def test_no_control_plane_host(groups):
-    message = only_error("groups['control_plane']", groups=groups)
+    # Only a login host: GOOD's nodes in no group would be refused as well (test_a_host_in_no_lab_group_is_refused).
+    message = only_error("groups['control_plane']", groups=groups, hosts=['login1'])
     assert 'no control_plane host' in message
 
 
@@ -142,8 +147,9 @@ def test_several_control_plane_hosts_are_refused_until_ha_exists():
 
 
 def test_no_control_plane_is_a_warning_with_an_existing_cluster():
-    groups = dict(GOOD['groups'], control_plane=[])
-    warnings = warnings_of(groups=groups, kubeconfig='/tmp/admin.conf')
+    # An existing cluster: the inventory holds the login hosts only (workers would need a control plane to join).
+    groups = {'all': ['login1'], 'ungrouped': [], 'login': ['login1']}
+    warnings = warnings_of(groups=groups, hosts=['login1'], kubeconfig='/tmp/admin.conf')
     assert any(warning.startswith("groups['control_plane']: the inventory has no control_plane host")
                for warning in warnings)
 
@@ -155,7 +161,7 @@ def test_no_control_plane_is_a_warning_with_an_existing_cluster():
     ({'pod_subnet': 10}, 'dralab_pod_subnet', '10 is not a network in CIDR notation'),
     ({'service_subnet': '10.96.0.1/12'}, 'dralab_service_subnet', 'has host bits set'),
     ({'pod_subnet': '10.96.0.0/16'}, 'dralab_service_subnet', '10.96.0.0/12 overlaps dralab_pod_subnet 10.96.0.0/16'),
-    ({'service_subnet': '10.0.0.0/8'}, 'dralab_service_subnet', 'overlaps dralab_pod_subnet 10.244.0.0/16'),
+    ({'service_subnet': '10.240.0.0/12'}, 'dralab_service_subnet', 'overlaps dralab_pod_subnet 10.244.0.0/16'),
 ])
 def test_bad_networks(changes, field, shown):
     assert shown in only_error(field, **changes)
@@ -166,7 +172,9 @@ def test_network_holding_a_node_address():
     result['node_addresses'] = {'cp1': '192.0.2.10', 'node1': 'node1.lab', 'node2': '198.51.100.7'}
     errors, dummy = validate(result)
     assert errors == ['dralab_pod_subnet: 192.0.2.0/24 contains node address cp1 (192.0.2.10); '
-                      'pick a network the nodes are not on']
+                      'pick a network the nodes are not on',
+                      'dralab_pod_subnet: 192.0.2.0/24 holds 1 node pod network (a /24 each) and the lab has 3 nodes '
+                      '(cp1, node1, node2): the others would get none; use a /22 or larger']
 
 
 @pytest.mark.parametrize('name, value, shown', [
@@ -209,7 +217,7 @@ def test_cel_selectors_go_through_the_compile_hook():
 # ---------------------------------------------------------------- one value per lab
 
 def test_a_setting_set_on_one_group_only_is_refused():
-    settings, errors = lab_config.resolve_hosts({
+    settings, errors = resolve_hosts({
         'localhost': {}, 'cp1': {'dralab_seats': 3}, 'worker1': {},
     })
     assert errors == ['dralab_seats: differs between the hosts of the lab: 3 on cp1; 72 on localhost, worker1; '
@@ -218,18 +226,18 @@ def test_a_setting_set_on_one_group_only_is_refused():
 
 
 def test_the_default_written_out_is_the_same_value():
-    settings, errors = lab_config.resolve_hosts({'localhost': {}, 'cp1': {'dralab_seats': 72}})
+    settings, errors = resolve_hosts({'localhost': {}, 'cp1': {'dralab_seats': 72}})
     assert errors == [] and settings == {'dralab_seats': 72}
 
 
 def test_a_derived_setting_set_on_one_host_only_is_refused():
-    dummy, errors = lab_config.resolve_hosts({'localhost': {}, 'cp1': {'dralab_login_hosts': ['cp1']}})
+    dummy, errors = resolve_hosts({'localhost': {}, 'cp1': {'dralab_login_hosts': ['cp1']}})
     assert errors and errors[0].startswith('dralab_login_hosts: differs between the hosts of the lab: ["cp1"] on cp1; '
                                            'not set on localhost')
 
 
 def test_unknown_settings_are_errors_with_the_closest_name():
-    settings, errors = lab_config.resolve_hosts({
+    settings, errors = resolve_hosts({
         'localhost': {'dralab_seat': 30, 'dralab_whatever_else': 1}, 'cp1': {'dralab_seat': 30},
     })
     assert settings == {}
@@ -263,7 +271,7 @@ def test_zero_seats_warns():
 
 
 def test_more_than_99_seats_widen_the_names():
-    assert lab_config.effective_settings(config(seats=100))['seat_names'][-1] == 'user100'
+    assert effective_settings(config(seats=100))['seat_names'][-1] == 'user100'
     assert errors_of(seats=100) == []
 
 
@@ -315,7 +323,7 @@ def test_bad_explicit_seat_name(name, reason):
 def test_explicit_seat_names_override_count_and_prefix():
     # seats/prefix/width are ignored (even when bad) once the list is given.
     assert errors_of(seat_names=['ann', 'bob'], seats=-1, seat_prefix='BAD') == []
-    assert lab_config.effective_settings(config(seat_names=['ann', 'bob']))['seat_names'] == ['ann', 'bob']
+    assert effective_settings(config(seat_names=['ann', 'bob']))['seat_names'] == ['ann', 'bob']
 
 
 def test_explicit_seat_names_not_a_list():
@@ -547,9 +555,9 @@ def test_login_hosts_default_to_the_login_group():
 
 
 def test_no_login_hosts_warns():
-    groups = dict(GOOD['groups'])
+    groups = dict(GOOD['groups'], all=['cp1', 'node1', 'node2'])
     del groups['login']
-    assert warnings_of(login_hosts=..., groups=groups) == [
+    assert warnings_of(login_hosts=..., groups=groups, hosts=groups['all']) == [
         'dralab_login_hosts: no login hosts; seats get a kubeconfig but no Linux account']
     assert warnings_of(login_hosts=[]) == [
         'dralab_login_hosts: no login hosts; seats get a kubeconfig but no Linux account']
@@ -619,27 +627,27 @@ def test_cgroup_v1_must_be_a_boolean():
 # ---------------------------------------------------------------- helpers
 
 def test_generate_seat_names():
-    assert lab_config.generate_seat_names(3) == ['user01', 'user02', 'user03']
-    assert lab_config.generate_seat_names(0) == []
-    assert lab_config.generate_seat_names('2', 'gpu', 3) == ['gpu001', 'gpu002']
-    assert lab_config.generate_seat_names(101)[-2:] == ['user100', 'user101']
+    assert generate_seat_names(3) == ['user01', 'user02', 'user03']
+    assert generate_seat_names(0) == []
+    assert generate_seat_names('2', 'gpu', 3) == ['gpu001', 'gpu002']
+    assert generate_seat_names(101)[-2:] == ['user100', 'user101']
     with pytest.raises(ValueError, match='count -1 is negative'):
-        lab_config.generate_seat_names(-1)
+        generate_seat_names(-1)
     with pytest.raises(ValueError, match="count 'x' is not an integer"):
-        lab_config.generate_seat_names('x')
+        generate_seat_names('x')
 
 
 def test_mirror_url():
-    assert lab_config.mirror_url('https://dl.k8s.io/release', '') == 'https://dl.k8s.io/release'
-    assert lab_config.mirror_url('https://dl.k8s.io/release', None) == 'https://dl.k8s.io/release'
-    assert (lab_config.mirror_url('https://dl.k8s.io/release', 'http://10.88.0.1:8080')
+    assert mirror_url('https://dl.k8s.io/release', '') == 'https://dl.k8s.io/release'
+    assert mirror_url('https://dl.k8s.io/release', None) == 'https://dl.k8s.io/release'
+    assert (mirror_url('https://dl.k8s.io/release', 'http://10.88.0.1:8080')
             == 'http://10.88.0.1:8080/dl.k8s.io/release')
     with pytest.raises(ValueError, match='not an http'):
-        lab_config.mirror_url('https://dl.k8s.io/release', '10.88.0.1:8080')
+        mirror_url('https://dl.k8s.io/release', '10.88.0.1:8080')
 
 
 def test_parse_feature_gates_last_setting_wins():
-    gates, problems = lab_config.parse_feature_gates(['A', 'B=false', {'A': False}, 'B=TRUE'])
+    gates, problems = parse_feature_gates(['A', 'B=false', {'A': False}, 'B=TRUE'])
     assert problems == []
     assert gates == {'A': False, 'B': True}
 

@@ -10,7 +10,7 @@ import collections
 import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight.config import generate_seat_names
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.names import generate_seat_names
 
 CLASSES = ['gpu.example.com', 'gpu-40gi.example.com']
 MANAGED = {'app.kubernetes.io/managed-by': 'dralab.workshop'}

@@ -102,9 +102,9 @@ def test_all_errors_are_listed():
     assert code == 1
     assert result['failed'] is True
     fields = [error.split(':', 1)[0] for error in result['errors']]
-    assert fields == ["groups['control_plane']", 'dralab_feature_gates', 'dralab_devices_per_node',
-                      'dralab_seats', 'dralab_login_hosts']
-    assert result['msg'].startswith('Preflight found 5 problem(s): ')
+    assert fields == ["groups['control_plane']", "groups['ungrouped']", 'dralab_feature_gates',
+                      'dralab_devices_per_node', 'dralab_seats', 'dralab_login_hosts']
+    assert result['msg'].startswith('Preflight found 6 problem(s): ')
     for error in result['errors']:
         assert error in result['msg']
 
