@@ -1,4 +1,4 @@
-"""What a seat learns from the board and the explainer, on recorded-like objects: the full lab names its
+"""What a seat learns from the lab's occupancy and the explainer, on recorded-like objects: the full lab names its
 holders, a >= 100Gi request names the largest memory, a free GPU is allocatable."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime
 import re
 
-from can_has_gpu.board import board_claims, read_board, board_data
-from can_has_gpu.lab import SeatView, explain
+from can_has_gpu.lab import SeatView, claim_state, explain
 from can_has_gpu.objects import claim_body, memory_selector
+from can_has_gpu.occupancy import occupancy_claims, occupancy_data, read_occupancy
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 NODES = ("cp1", "worker1", "worker2")
@@ -51,8 +51,8 @@ def mine(selectors=()):
 
 def view(holders, own):
     seats = {f"user{i:02d}": f"user{i:02d}" for i in range(1, 73)}
-    board = read_board({"data": board_data(board_claims(seats, holders))})
-    return SeatView("user72", [own], [], slices(), [CLASS], nodes(), [], board)
+    occupancy = read_occupancy({"data": occupancy_data(occupancy_claims(seats, holders))})
+    return SeatView("user72", [own], [], slices(), [CLASS], nodes(), [], occupancy)
 
 
 def test_a_full_lab_names_who_holds_the_gpus():
@@ -73,3 +73,31 @@ def test_no_gpu_has_100gi():
     answer = explain(view([], own), own, NOW)
     assert answer["allocatable"] is False
     assert "100Gi" in answer["sentence"] and "80Gi" in answer["sentence"], answer["sentence"]
+
+
+def claim(reserved=(), devices=("gpu-0",), deleting=False):
+    meta = {"name": "gpu-a", "namespace": "user01", "uid": "uid-gpu-a", "creationTimestamp": "2026-12-01T11:00:00Z"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-01T12:00:00Z"
+    status = {}
+    if devices:
+        status["allocation"] = {"devices": {"results": [
+            {"driver": "gpu.example.com", "pool": "worker1", "device": d, "request": "gpu"} for d in devices]}}
+    if reserved:
+        status["reservedFor"] = [{"resource": "pods", "name": n, "uid": f"pod-{n}"} for n in reserved]
+    return {"metadata": meta, "spec": {}, "status": status}
+
+
+def pod(name, phase="Running"):
+    return {"metadata": {"name": name, "namespace": "user01", "uid": f"pod-{name}"},
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-a"}]},
+            "status": {"phase": phase}}
+
+
+def test_claim_state_in_the_participants_words():
+    assert claim_state(claim(devices=()), []) == "pending"
+    held_claim = claim(reserved=("holder",))
+    assert claim_state(held_claim, [pod("holder")]) == "in use"
+    assert claim_state(held_claim, [pod("holder", phase="Failed")]) == "allocated"  # reserved for a finished pod
+    assert claim_state(claim(), [pod("p")]) == "allocated"  # named by a pod, but not reserved for it yet
+    assert claim_state(claim(reserved=("holder",), deleting=True), [pod("holder")]) == "releasing"
