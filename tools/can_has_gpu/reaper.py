@@ -4,10 +4,10 @@ Every --interval seconds it reads the namespaces (a namespace is a seat's when
 it carries the collection's seat labels, which seats cannot change), the
 ResourceClaims and the pods, then for every claim in a seat namespace whose
 lease has ended (the plan: plugins/module_utils/seat/reaper.py) deletes the
-pods that use it, then the claim, and logs seat, claim and devices. With --idle-after it also releases
-allocated claims no live pod has used for that long. It never writes outside
-seat namespaces: its RBAC (participant_tool role) grants writes only there,
-and it skips every other namespace itself.
+pods that use it, then the claim, and logs seat, claim and devices. With
+--idle-after it also releases allocated claims no live pod has used for that
+long. It never writes outside seat namespaces: its RBAC (participant_tool
+role) grants writes only there, and it skips every other namespace itself.
 
 It also writes the occupancy ConfigMap (can_has_gpu.occupancy) into every seat
 namespace when the lab's allocations change, so can-has-gpu can name who holds

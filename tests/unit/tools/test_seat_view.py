@@ -75,29 +75,19 @@ def test_no_gpu_has_100gi():
     assert "100Gi" in answer["sentence"] and "80Gi" in answer["sentence"], answer["sentence"]
 
 
-def claim(reserved=(), devices=("gpu-0",), deleting=False):
-    meta = {"name": "gpu-a", "namespace": "user01", "uid": "uid-gpu-a", "creationTimestamp": "2026-12-01T11:00:00Z"}
-    if deleting:
-        meta["deletionTimestamp"] = "2026-12-01T12:00:00Z"
-    status = {}
-    if devices:
-        status["allocation"] = {"devices": {"results": [
-            {"driver": "gpu.example.com", "pool": "worker1", "device": d, "request": "gpu"} for d in devices]}}
-    if reserved:
-        status["reservedFor"] = [{"resource": "pods", "name": n, "uid": f"pod-{n}"} for n in reserved]
-    return {"metadata": meta, "spec": {}, "status": status}
 
-
-def pod(name, phase="Running"):
-    return {"metadata": {"name": name, "namespace": "user01", "uid": f"pod-{name}"},
-            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-a"}]},
-            "status": {"phase": phase}}
+def holder(seat, phase="Running"):
+    """The pod held(seat, ...) is reserved for."""
+    return {"metadata": {"name": f"gpu-{seat}-holder", "namespace": seat, "uid": f"pod-{seat}"},
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": f"gpu-{seat}"}]}, "status": {"phase": phase}}
 
 
 def test_claim_state_in_the_participants_words():
-    assert claim_state(claim(devices=()), []) == "pending"
-    held_claim = claim(reserved=("holder",))
-    assert claim_state(held_claim, [pod("holder")]) == "in use"
-    assert claim_state(held_claim, [pod("holder", phase="Failed")]) == "allocated"  # reserved for a finished pod
-    assert claim_state(claim(), [pod("p")]) == "allocated"  # named by a pod, but not reserved for it yet
-    assert claim_state(claim(reserved=("holder",), deleting=True), [pod("holder")]) == "releasing"
+    assert claim_state(mine(), []) == "pending"
+    held_claim = held("user01", "worker1", 0)
+    assert claim_state(held_claim, [holder("user01")]) == "in use"
+    assert claim_state(held_claim, [holder("user01", phase="Failed")]) == "allocated"  # reserved for a finished pod
+    not_reserved = dict(held_claim, status=dict(held_claim["status"], reservedFor=[]))
+    assert claim_state(not_reserved, [holder("user01")]) == "allocated"  # named by a pod, but not reserved for it yet
+    deleting = dict(held_claim, metadata=dict(held_claim["metadata"], deletionTimestamp="2026-12-01T12:00:00Z"))
+    assert claim_state(deleting, [holder("user01")]) == "releasing"
