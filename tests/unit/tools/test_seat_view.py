@@ -75,7 +75,6 @@ def test_no_gpu_has_100gi():
     assert "100Gi" in answer["sentence"] and "80Gi" in answer["sentence"], answer["sentence"]
 
 
-
 def holder(seat, phase="Running"):
     """The pod held(seat, ...) is reserved for."""
     return {"metadata": {"name": f"gpu-{seat}-holder", "namespace": seat, "uid": f"pod-{seat}"},

@@ -80,7 +80,6 @@ def test_expiry_is_the_annotation_unless_past_the_maximum():
     assert describe_left(90 * 60) == "1h30m"
 
 
-
 def test_age_is_whole_seconds_since_creation_and_never_negative():
     assert age_seconds(claim(created_hours_ago=1.5), NOW) == 90 * 60
     assert age_seconds(claim(created_hours_ago=-1), NOW) == 0  # a clock behind the API server's
