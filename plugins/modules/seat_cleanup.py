@@ -19,8 +19,9 @@ description:
     ResourceClaimTemplates and ResourceClaims, then the rest. One delete-collection call per namespace and kind, only
     where there is something to delete. Objects already terminating are waited for, not deleted again.
   - The instructor's baseline objects are kept, known by kind and name, never by labels a seat could change,
-    RoleBinding C(dralab-seat-edit), ResourceQuota C(dralab-seat-quota), LimitRange C(dralab-seat-limits), ConfigMap
-    C(kube-root-ca.crt), and (unless O(rotate_credentials)) the seat's ServiceAccount (C(NAME), or C(NAME-gN) in
+    RoleBindings C(dralab-seat-edit) and C(dralab-lease-reaper), ResourceQuota C(dralab-seat-quota), LimitRange
+    C(dralab-seat-limits), ConfigMaps C(kube-root-ca.crt) and C(dralab-gpu-occupancy) (the lease reaper's), and
+    (unless O(rotate_credentials)) the seat's ServiceAccount (C(NAME), or C(NAME-gN) in
     credential generation N) and C(default) and the Secret C(dralab-seat-token).
   - With O(rotate_credentials), every ServiceAccount and Secret of the namespace goes too, so every token of the
     seat, including ones it minted itself for any account, stops working. Before anything is deleted, the

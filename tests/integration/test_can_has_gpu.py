@@ -65,18 +65,18 @@ def seat_claims(api, seat):
     return resource_api(api).list_namespaced_resource_claim(seat).items
 
 
-def wait_board(api, seat, allocated_count):
-    """Until the reaper's board in the seat's namespace lists this many allocated claims."""
+def wait_occupancy(api, seat, allocated_count):
+    """Until the reaper's occupancy ConfigMap in the seat's namespace lists this many allocated claims."""
 
     def check():
-        cm = client.CoreV1Api(api).read_namespaced_config_map("dralab-gpu-board", seat)
+        cm = client.CoreV1Api(api).read_namespaced_config_map("dralab-gpu-occupancy", seat)
         return len(json.loads(cm.data["claims.json"])["claims"]) == allocated_count
-    wait_for(f"the board in {seat} to list {allocated_count} allocated claim(s)", check, timeout=60)
+    wait_for(f"the occupancy in {seat} to list {allocated_count} allocated claim(s)", check, timeout=60)
 
 
 def test_the_five_commands(control_plane, tool, reaper):
     api = control_plane.api_client
-    wait_board(api, "user01", 0)
+    wait_occupancy(api, "user01", 0)
     big = tool.show(tool.run("user01", "reserve", "--memory", "100Gi"))
     assert big.rc == 3, big.describe()
     assert "100Gi" in big.stdout and "80Gi" in big.stdout, big.describe()
@@ -95,7 +95,7 @@ def test_the_five_commands(control_plane, tool, reaper):
     row = next(line for line in status.stdout.splitlines() if line.startswith(name))
     assert row.split()[1:5] == ["in", "use", device, node], status.describe()
     assert row.split()[6] in ("59m", "1h"), status.describe()  # LEASE LEFT of a 1h lease
-    wait_board(api, "user01", 1)
+    wait_occupancy(api, "user01", 1)
     status = tool.run("user01", "status", "-o", "json").json()
     assert status["free"]["free"] == GPUS - 1 and status["free"]["published"] == GPUS
     assert [c["name"] for c in status["claims"]] == [name]
@@ -160,7 +160,7 @@ def test_the_rush(control_plane, tool, reaper):
     """72 seats run `can-has-gpu reserve` at once (36 at a time): 24 GPUs, 24 winners, 48 sentences."""
     api = control_plane.api_client
     clear_namespaces(api, SEATS_ALL)
-    wait_board(api, "user72", 0)
+    wait_occupancy(api, "user72", 0)
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=36) as pool:
         results = dict(zip(SEATS_ALL, pool.map(lambda s: tool.run(s, "reserve", "-o", "json", timeout=400),
@@ -195,7 +195,7 @@ def test_an_expired_lease_is_released_by_the_reaper_and_the_next_reserve_gets_th
     short = tool.run("user01", "reserve", "--for", "1m", "-o", "json")
     assert short.rc == 0, short.describe()
     name, device = short.json()["claim"], short.json()["devices"][0]
-    wait_board(api, "user02", GPUS)
+    wait_occupancy(api, "user02", GPUS)
     waiting = tool.show(tool.run("user02", "reserve", "--wait", "20s"))
     assert waiting.rc == 3, waiting.describe()
 
@@ -204,7 +204,7 @@ def test_an_expired_lease_is_released_by_the_reaper_and_the_next_reserve_gets_th
     assert line in reaper.text(), reaper.text()
     assert not client.CoreV1Api(api).list_namespaced_pod("user01").items
 
-    wait_board(api, "user02", GPUS - 1)
+    wait_occupancy(api, "user02", GPUS - 1)
     next_one = tool.show(tool.run("user02", "reserve", "-o", "json"))
     assert next_one.rc == 0, next_one.describe()
     assert [(d["node"], d["device"]) for d in next_one.json()["devices"]] == [(device["node"], device["device"])]
@@ -233,7 +233,7 @@ def test_the_reaper_never_touches_a_namespace_that_is_not_a_seat(control_plane, 
         claim = res.read_namespaced_resource_claim("old-gpu", ns)
         assert allocated(claim) and not claim.metadata.deletion_timestamp
         assert core.read_namespaced_pod("old-pod", ns).metadata.deletion_timestamp is None
-        assert not core.list_namespaced_config_map(ns, field_selector="metadata.name=dralab-gpu-board").items
+        assert not core.list_namespaced_config_map(ns, field_selector="metadata.name=dralab-gpu-occupancy").items
         released = [line for line in reaper.text().splitlines() if "claim=old-gpu" in line]
         assert released and all("seat=user03 " in line for line in released), reaper.text()
         # Its identity could not have done it anyway: RBAC grants writes in seat namespaces only.
@@ -242,7 +242,7 @@ def test_the_reaper_never_touches_a_namespace_that_is_not_a_seat(control_plane, 
             expect_api_error(403, resource_api(reaper_api).delete_namespaced_resource_claim, "old-gpu", ns)
             expect_api_error(403, client.CoreV1Api(reaper_api).delete_namespaced_pod, "old-pod", ns)
             expect_api_error(403, client.CoreV1Api(reaper_api).create_namespaced_config_map, ns,
-                             {"metadata": {"name": "dralab-gpu-board"}})
+                             {"metadata": {"name": "dralab-gpu-occupancy"}})
             expect_api_error(403, client.CoreV1Api(reaper_api).delete_namespace, ns)
             expect_api_error(403, client.CoreV1Api(reaper_api).read_namespaced_secret, "dralab-seat-token", "user01")
         finally:

@@ -28,7 +28,7 @@ EXTERNAL_IPS_DENIED = "Use of external IPs is denied by admission control"
 EVENT = 8 * 3600  # dralab_event_duration of this tier (the default)
 # What the instructor leaves in a seat namespace (kind -> names); a reset leaves nothing else.
 BASELINE = {
-    "serviceaccounts": {"default", "{account}"}, "secrets": {"dralab-seat-token"}, "configmaps": {"kube-root-ca.crt", "dralab-gpu-board"},
+    "serviceaccounts": {"default", "{account}"}, "secrets": {"dralab-seat-token"}, "configmaps": {"kube-root-ca.crt", "dralab-gpu-occupancy"},
     "rolebindings": {"dralab-seat-edit", "dralab-lease-reaper"}, "resourcequotas": {"dralab-seat-quota"},
     "limitranges": {"dralab-seat-limits"},
 }

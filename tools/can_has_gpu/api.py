@@ -24,11 +24,14 @@ _QUOTA_PART = re.compile(r"\b(requested|used|limited): (\S+)")
 _POLICY_DENIAL = "denied request: "
 _HELD = re.compile(r"already holds (\d+) of (\d+) GPU claim")
 
+# can-has-gpu's exit statuses: refused, bad usage, no GPU can be allocated now, the API unreachable or refusing the seat.
+EXIT_REFUSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_API = 1, 2, 3, 4
+
 
 class Refusal(Exception):
     """One sentence for the participant, and the exit code of the command."""
 
-    def __init__(self, sentence: str, code: int = 1, reason: str = "refused"):
+    def __init__(self, sentence: str, code: int = EXIT_REFUSED, reason: str = "refused"):
         super().__init__(sentence)
         self.sentence = sentence
         self.code = code
@@ -80,10 +83,10 @@ def refusal_from(exc: K8sError, doing: str) -> Refusal:
     text = str(exc)
     if status is None:
         return Refusal(f"Cannot reach the lab's Kubernetes API while {doing}: the lab may be restarting; "
-                       "try again in a minute, or tell the instructor if it persists.", code=4, reason="api_down")
+                       "try again in a minute, or tell the instructor if it persists.", code=EXIT_API, reason="api_down")
     if status == 401:
         return Refusal("The API refused your seat's credentials (expired or rotated): log in again, or ask the "
-                       "instructor for a fresh kubeconfig.", code=4, reason="unauthorized")
+                       "instructor for a fresh kubeconfig.", code=EXIT_API, reason="unauthorized")
     if status == 403 and "exceeded quota" in text:
         return Refusal(quota_sentence(text), reason="quota")
     if status == 403 and _POLICY_DENIAL in text:

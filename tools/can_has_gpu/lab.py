@@ -1,4 +1,4 @@
-"""What a seat can learn about the lab: its claims and pods, the devices, the board, the explainer's answer."""
+"""What a seat can learn about the lab: its claims and pods, the devices, the occupancy, the explainer's answer."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import datetime
 from dataclasses import dataclass, field
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_LABEL
 
-from . import board as board_mod
 from .api import Api
-from .settings import SEAT_LABEL, Settings
+from .occupancy import read_occupancy
+from .settings import Settings
 
 
 @dataclass
@@ -21,22 +22,22 @@ class SeatView:
     device_classes: list[dict] = field(default_factory=list)
     nodes: list[dict] = field(default_factory=list)
     quotas: list[dict] = field(default_factory=list)
-    board: list[dict] | None = None  # None: no board published (the reaper is not running)
+    occupancy: list[dict] | None = None  # None: no occupancy published (the reaper is not running)
 
     def claim(self, name: str) -> dict | None:
         return next((c for c in self.claims if c["metadata"]["name"] == name), None)
 
     def lab_claims(self) -> list[dict]:
-        """Every claim the seat knows of: its own (live) and the other seats' (from the board)."""
+        """Every claim the seat knows of: its own (live) and the other seats' (from the occupancy)."""
         own = {(self.namespace, c["metadata"]["name"]) for c in self.claims}
-        others = [c for c in self.board or []
+        others = [c for c in self.occupancy or []
                   if (c["metadata"].get("namespace"), c["metadata"].get("name")) not in own]
         return list(self.claims) + others
 
     def seat_namespaces(self) -> list[dict]:
-        """Namespace stubs that name the seat of every namespace on the board (the seat cannot read them)."""
+        """Namespace stubs that name the seat of every namespace in the occupancy (the seat cannot read them)."""
         seats = {}
-        for claim in self.board or []:
+        for claim in self.occupancy or []:
             meta = claim["metadata"]
             seat = (meta.get("labels") or {}).get(SEAT_LABEL)
             if meta.get("namespace") and seat:
@@ -55,7 +56,7 @@ class SeatView:
 
 
 def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
-    """The seat's claims and pods; with full, also devices, classes, nodes, quotas and the board."""
+    """The seat's claims and pods; with full, also devices, classes, nodes, quotas and the lab's occupancy."""
     view = SeatView(api.namespace,
                     api.items("listing your claims", api.ns_path("resourceclaims")),
                     api.items("listing your pods", api.ns_path("pods")))
@@ -64,9 +65,9 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
         view.device_classes = api.items("listing the GPU classes", "/apis/resource.k8s.io/v1/deviceclasses")
         view.nodes = api.items("listing the nodes", "/api/v1/nodes")
         view.quotas = api.items("reading your quota", api.ns_path("resourcequotas"))
-        configmap = api.call("reading the lab's occupancy board", "GET", api.ns_path("configmaps", settings.board),
-                             missing_ok=True)
-        view.board = board_mod.read_board(configmap)
+        configmap = api.call("reading the lab's occupancy board", "GET",
+                             api.ns_path("configmaps", settings.occupancy), missing_ok=True)
+        view.occupancy = read_occupancy(configmap)
     return view
 
 

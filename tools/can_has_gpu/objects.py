@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_quantity
 
-from .settings import CLAIM_LABEL, LEASE_EXPIRES, LEASE_FOR, ROLE_LABEL, TOOL, TOOL_LABEL
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES, LEASE_FOR
+
+from .settings import CLAIM_LABEL, ROLE_LABEL, TOOL, TOOL_LABEL
 
 CLAIM_PREFIX = "gpu-"
 REQUEST = "gpu"

@@ -1,21 +1,23 @@
-"""dralab-lease-reaper: ends expired GPU leases in the seat namespaces and publishes the occupancy board.
+"""dralab-lease-reaper: ends expired GPU leases in the seat namespaces and publishes the lab's occupancy.
 
 Every --interval seconds it reads the namespaces (a namespace is a seat's when
 it carries the collection's seat labels, which seats cannot change), the
 ResourceClaims and the pods, then for every claim in a seat namespace whose
-lease has ended (see can_has_gpu.lease) deletes the pods that use it, then the
-claim, and logs seat, claim and devices. With --idle-after it also releases
-allocated claims no live pod has used for that long. It never writes outside
-seat namespaces: its RBAC (participant_tool role) grants writes only there,
-and it skips every other namespace itself.
+lease has ended (the plan: plugins/module_utils/seat/reaper.py) deletes the
+pods that use it, then the claim, and logs seat, claim and devices. With
+--idle-after it also releases allocated claims no live pod has used for that
+long. It never writes outside seat namespaces: its RBAC (participant_tool
+role) grants writes only there, and it skips every other namespace itself.
 
-It also writes the board (can_has_gpu.board) into every seat namespace when
-the lab's allocations change, so can-has-gpu can name who holds the GPUs.
+It also writes the occupancy ConfigMap (can_has_gpu.occupancy) into every seat
+namespace when the lab's allocations change, so can-has-gpu can name who holds
+the GPUs.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import logging
 import signal
 import sys
@@ -23,26 +25,26 @@ import time
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_LABEL, SEAT_NAMESPACE_SELECTOR
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.reaper import reaper_plan
 
 from . import __version__
 from .api import Api, Refusal
-from .board import board_claims, board_data
-from .lease import now_utc, reaper_plan
+from .occupancy import occupancy_claims, occupancy_data
 from .settings import SettingsError, load_settings
 
 LOG = logging.getLogger("dralab-lease-reaper")
-BOARD_REFRESH = 60  # seconds between two rewrites of every board, changed or not
+OCCUPANCY_REFRESH = 60  # seconds between two rewrites of every occupancy ConfigMap, changed or not
 
 
 class Reaper:
-    def __init__(self, api: Api, lease_max: int, idle_after: int | None, board: str, dry_run: bool = False):
+    def __init__(self, api: Api, lease_max: int, idle_after: int | None, occupancy: str, dry_run: bool = False):
         self.api = api
         self.lease_max = lease_max
         self.idle_after = idle_after
-        self.board = board
+        self.occupancy = occupancy
         self.dry_run = dry_run
         self.idle_since: dict = {}
-        self.written: dict[str, dict] = {}  # namespace -> board data last written
+        self.written: dict[str, dict] = {}  # namespace -> occupancy data last written
         self.refreshed = time.monotonic()
 
     def seat_namespaces(self) -> dict[str, str]:
@@ -55,7 +57,8 @@ class Reaper:
         seats = self.seat_namespaces()
         claims = self.api.items("listing claims", "/apis/resource.k8s.io/v1/resourceclaims")
         pods = self.api.items("listing pods", "/api/v1/pods")
-        actions = reaper_plan(seats, claims, pods, now_utc(), self.lease_max, self.idle_after, self.idle_since)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        actions = reaper_plan(seats, claims, pods, now, self.lease_max, self.idle_after, self.idle_since)
         released = set()
         for action in actions:
             try:
@@ -65,7 +68,7 @@ class Reaper:
                 continue
             released.add((action["namespace"], action["claim"]))
         remaining = [c for c in claims if (c["metadata"].get("namespace"), c["metadata"]["name"]) not in released]
-        self.publish(seats, board_claims(seats, remaining))
+        self.publish(seats, occupancy_claims(seats, remaining))
         return actions
 
     def release(self, action: dict) -> None:
@@ -85,25 +88,25 @@ class Reaper:
                       self.api.ns_path("resourceclaims", action["claim"], ns), body, missing_ok=True)
 
     def publish(self, seats: dict[str, str], rows: list[dict]) -> None:
-        data = board_data(rows)
-        if time.monotonic() - self.refreshed > BOARD_REFRESH:
-            # Rewrite every board now and then: one a seat edited or a reset deleted comes back.
+        data = occupancy_data(rows)
+        if time.monotonic() - self.refreshed > OCCUPANCY_REFRESH:
+            # Rewrite every occupancy ConfigMap now and then: one a seat edited or a reset deleted comes back.
             self.written.clear()
             self.refreshed = time.monotonic()
         for ns in sorted(seats):
             if self.written.get(ns) == data or self.dry_run:
                 continue
             body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": self.board, "namespace": ns,
+                    "metadata": {"name": self.occupancy, "namespace": ns,
                                  "labels": {"app.kubernetes.io/managed-by": "dralab-lease-reaper"}},
                     "data": data}
             try:
-                found = self.api.call("updating the board", "PUT", self.api.ns_path("configmaps", self.board, ns),
-                                      body, missing_ok=True)
+                found = self.api.call("updating the occupancy", "PUT",
+                                      self.api.ns_path("configmaps", self.occupancy, ns), body, missing_ok=True)
                 if found is None:
-                    self.api.call("creating the board", "POST", self.api.ns_path("configmaps", namespace=ns), body)
+                    self.api.call("creating the occupancy", "POST", self.api.ns_path("configmaps", namespace=ns), body)
             except Refusal as exc:
-                LOG.warning("board in %s not written: %s", ns, exc.sentence)
+                LOG.warning("occupancy in %s not written: %s", ns, exc.sentence)
                 continue
             self.written[ns] = data
         for ns in list(self.written):
@@ -134,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     except Refusal as exc:
         LOG.error("%s", exc.sentence)
         return 2
-    reaper = Reaper(api, lease_max, idle_after, settings.board, args.dry_run)
+    reaper = Reaper(api, lease_max, idle_after, settings.occupancy, args.dry_run)
     LOG.info("dralab-lease-reaper %s: lease max %ss, idle release %s, every %ss", __version__, lease_max,
              f"{idle_after}s" if idle_after else "off", interval)
     stop = []

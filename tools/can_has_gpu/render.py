@@ -1,10 +1,12 @@
-"""Text output of can-has-gpu: tables and sentences (the JSON output is the same data, unformatted)."""
+"""Text output of can-has-gpu: tables and sentences (the JSON output is the same data, unformatted).
+
+service.py words the sentences that are part of a result's data (the explainer's, a claim's GPU); the rest is here.
+"""
 
 from __future__ import annotations
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age
-
-from .lease import describe_left
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import describe_left
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
@@ -53,3 +55,25 @@ def reserved_text(result: dict) -> str:
             + f", lease until {result['lease_expires']} ({describe_left(result['lease_left_seconds'])}).\n"
             f"Use it: can-has-gpu run -- busybox:1.37 sh -c 'env | grep ^GPU_DEVICE_'\n"
             f"Give it back: can-has-gpu release {result['claim']}")
+
+
+def no_gpu_text(result: dict) -> str:
+    return (f"No GPU for you right now: {result['sentence']}\nNothing is held for you; try again later "
+            "(can-has-gpu status shows the free GPUs).")
+
+
+def why_text(answer: dict) -> str:
+    """An allocated claim's sentence names it already; a waiting claim's is the explainer's, after its name."""
+    return answer["sentence"] if answer["allocated"] else f"{answer['claim']}: {answer['sentence']}"
+
+
+def released_text(result: dict) -> str:
+    if not result["released"]:
+        return "You hold no claims: nothing to release."
+    return "\n".join(f"Released {r['claim']}" + (f" ({', '.join(r['devices'])})" if r["devices"] else "")
+                     + (f"; deleted pod(s) {', '.join(r['pods'])}" if r["pods"] else "") + "."
+                     for r in result["released"])
+
+
+def run_ended_text(result: dict) -> str:
+    return f"[pod {result['pod']} on {result['node']} exited with {result['exit_code']}]\n"

@@ -11,13 +11,7 @@ import os
 from dataclasses import dataclass, fields
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES, LEASE_FOR
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
-    BOARD_CONFIGMAP_NAME,
-    QUOTA_NAME,
-    SEAT_LABEL,
-    SEAT_NAMESPACE_SELECTOR,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import OCCUPANCY_CONFIGMAP_NAME
 
 SETTINGS_ENV = "CAN_HAS_GPU_SETTINGS"
 SETTINGS_PATH = "/etc/dralab/can-has-gpu.json"
@@ -28,13 +22,6 @@ TOOL = "can-has-gpu"
 ROLE_LABEL = "dralab.workshop/role"  # holder | workload
 CLAIM_LABEL = "dralab.workshop/claim"
 
-# The occupancy board the reaper writes into every seat namespace (a seat may not
-# read other namespaces, so the lab's allocations come to it).
-BOARD_CONFIGMAP = BOARD_CONFIGMAP_NAME
-BOARD_KEY = "claims.json"
-
-__all__ = ["LEASE_EXPIRES", "LEASE_FOR", "QUOTA_NAME", "SEAT_LABEL", "SEAT_NAMESPACE_SELECTOR", "Settings", "load_settings"]
-
 
 @dataclass
 class Settings:
@@ -44,7 +31,7 @@ class Settings:
     driver: str = "gpu.example.com"
     holder_image: str = "busybox:1.37"
     wait: str = "90s"
-    board: str = BOARD_CONFIGMAP
+    occupancy: str = OCCUPANCY_CONFIGMAP_NAME
 
     @property
     def lease_default_seconds(self) -> int:

@@ -50,7 +50,8 @@ LIMIT_RANGE_NAME = 'dralab-seat-limits'
 # Put into every seat namespace by the participant_tool role and the lease reaper
 # (tools/can_has_gpu): kept by a reset like the baseline.
 REAPER_ROLE_BINDING_NAME = 'dralab-lease-reaper'
-BOARD_CONFIGMAP_NAME = 'dralab-gpu-board'
+# The lease reaper's occupancy ConfigMap: the lab's allocated claims, which a seat cannot list itself.
+OCCUPANCY_CONFIGMAP_NAME = 'dralab-gpu-occupancy'
 DEFAULT_EDIT_CLUSTER_ROLE = 'edit'
 DEFAULT_READER_NAME = 'dralab-seat-dra-reader'
 
@@ -102,8 +103,8 @@ def baseline_names(seat, with_credentials=True, generation=0):
     names = {'rolebindings': {ROLE_BINDING_NAME, REAPER_ROLE_BINDING_NAME}, 'resourcequotas': {QUOTA_NAME},
              'limitranges': {LIMIT_RANGE_NAME},
              # kube-root-ca.crt: published by kube-controller-manager in every namespace (it restores the content
-             # itself); the board: rewritten by the lease reaper whenever it differs from the lab's claims.
-             'configmaps': {'kube-root-ca.crt', BOARD_CONFIGMAP_NAME}}
+             # itself); the occupancy: rewritten by the lease reaper whenever it differs from the lab's claims.
+             'configmaps': {'kube-root-ca.crt', OCCUPANCY_CONFIGMAP_NAME}}
     if with_credentials:
         names['serviceaccounts'] = {account_name(seat, generation), 'default'}
         names['secrets'] = {TOKEN_SECRET_NAME}

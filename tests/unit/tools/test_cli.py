@@ -9,8 +9,9 @@ import pytest
 from can_has_gpu import cli, render
 from can_has_gpu.api import Refusal, quota_sentence, refusal_from
 from can_has_gpu.objects import claim_body, holder_pod, memory_selector, workload_pod
-from can_has_gpu.settings import LEASE_EXPIRES, SettingsError, load_settings
+from can_has_gpu.settings import SettingsError, load_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES
 
 QUOTA_MESSAGE = ('Kubernetes API POST /apis/resource.k8s.io/v1/namespaces/user01/resourceclaims failed (HTTP 403): '
                  'resourceclaims.resource.k8s.io "gpu-abcde" is forbidden: exceeded quota: dralab-seat-quota, '

@@ -1,4 +1,4 @@
-"""What a seat learns from the board and the explainer, on recorded-like objects: the full lab names its
+"""What a seat learns from the lab's occupancy and the explainer, on recorded-like objects: the full lab names its
 holders, a >= 100Gi request names the largest memory, a free GPU is allocatable."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime
 import re
 
-from can_has_gpu.board import board_claims, read_board, board_data
-from can_has_gpu.lab import SeatView, explain
+from can_has_gpu.lab import SeatView, claim_state, explain
 from can_has_gpu.objects import claim_body, memory_selector
+from can_has_gpu.occupancy import occupancy_claims, occupancy_data, read_occupancy
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 NODES = ("cp1", "worker1", "worker2")
@@ -51,8 +51,8 @@ def mine(selectors=()):
 
 def view(holders, own):
     seats = {f"user{i:02d}": f"user{i:02d}" for i in range(1, 73)}
-    board = read_board({"data": board_data(board_claims(seats, holders))})
-    return SeatView("user72", [own], [], slices(), [CLASS], nodes(), [], board)
+    occupancy = read_occupancy({"data": occupancy_data(occupancy_claims(seats, holders))})
+    return SeatView("user72", [own], [], slices(), [CLASS], nodes(), [], occupancy)
 
 
 def test_a_full_lab_names_who_holds_the_gpus():
@@ -73,3 +73,20 @@ def test_no_gpu_has_100gi():
     answer = explain(view([], own), own, NOW)
     assert answer["allocatable"] is False
     assert "100Gi" in answer["sentence"] and "80Gi" in answer["sentence"], answer["sentence"]
+
+
+def holder(seat, phase="Running"):
+    """The pod held(seat, ...) is reserved for."""
+    return {"metadata": {"name": f"gpu-{seat}-holder", "namespace": seat, "uid": f"pod-{seat}"},
+            "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": f"gpu-{seat}"}]}, "status": {"phase": phase}}
+
+
+def test_claim_state_in_the_participants_words():
+    assert claim_state(mine(), []) == "pending"
+    held_claim = held("user01", "worker1", 0)
+    assert claim_state(held_claim, [holder("user01")]) == "in use"
+    assert claim_state(held_claim, [holder("user01", phase="Failed")]) == "allocated"  # reserved for a finished pod
+    not_reserved = dict(held_claim, status=dict(held_claim["status"], reservedFor=[]))
+    assert claim_state(not_reserved, [holder("user01")]) == "allocated"  # named by a pod, but not reserved for it yet
+    deleting = dict(held_claim, metadata=dict(held_claim["metadata"], deletionTimestamp="2026-12-01T12:00:00Z"))
+    assert claim_state(deleting, [holder("user01")]) == "releasing"

@@ -17,6 +17,7 @@ import yaml
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import identity as node_identity
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import OCCUPANCY_CONFIGMAP_NAME
 from render import role_vars
 
 from apply_fakes import Store
@@ -86,7 +87,7 @@ def test_the_reaper_writes_only_in_seat_namespaces():
     assert {(r["resources"][0], v) for r in seat_rules for v in r["verbs"]} == {
         ("pods", "delete"), ("resourceclaims", "delete"), ("configmaps", "create"), ("configmaps", "get"),
         ("configmaps", "update")}
-    assert [r.get("resourceNames") for r in seat_rules if "update" in r["verbs"]] == [["dralab-gpu-board"]]
+    assert [r.get("resourceNames") for r in seat_rules if "update" in r["verbs"]] == [[OCCUPANCY_CONFIGMAP_NAME]]
     secret = next(d for d in docs if d["kind"] == "Secret")
     assert secret["type"] == "kubernetes.io/service-account-token"
     assert secret["metadata"]["namespace"] == "dralab-system"

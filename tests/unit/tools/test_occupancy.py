@@ -1,11 +1,18 @@
-"""The occupancy board: what the reaper publishes to every seat and how can-has-gpu reads it back."""
+"""The lab's occupancy: what the reaper publishes to every seat and how can-has-gpu reads it back."""
 
 from __future__ import annotations
 
 import json
 
-from can_has_gpu.board import board_claims, board_data, free_devices, published_devices, read_board
-from can_has_gpu.settings import BOARD_KEY, LEASE_EXPIRES
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES
+from can_has_gpu.occupancy import (
+    OCCUPANCY_KEY,
+    free_devices,
+    occupancy_claims,
+    occupancy_data,
+    published_devices,
+    read_occupancy,
+)
 
 
 def claim(name, ns, device=None, annotations=None):
@@ -24,11 +31,11 @@ def slice_of(node, count=8):
                      "devices": [{"name": f"gpu-{i}"} for i in range(count)]}}
 
 
-def test_board_holds_allocated_seat_claims_only_trimmed():
+def test_occupancy_holds_allocated_seat_claims_only_trimmed():
     claims = [claim("a", "user01", ("worker1", "gpu-3"), {LEASE_EXPIRES: "2026-12-01T12:00:00Z", "other": "x"}),
               claim("b", "user02"),  # pending
               claim("c", "kube-system", ("worker1", "gpu-4"))]  # not a seat
-    rows = board_claims({"user01": "user01", "user02": "user02"}, claims)
+    rows = occupancy_claims({"user01": "user01", "user02": "user02"}, claims)
     assert [r["metadata"]["name"] for r in rows] == ["a"]
     meta = rows[0]["metadata"]
     assert meta["labels"] == {"dralab.workshop/seat": "user01"}
@@ -36,14 +43,14 @@ def test_board_holds_allocated_seat_claims_only_trimmed():
     assert rows[0]["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-3"
 
 
-def test_board_round_trip_and_bad_boards():
-    rows = board_claims({"user01": "user01"}, [claim("a", "user01", ("worker1", "gpu-3"))])
-    data = board_data(rows)
-    assert board_data(rows) == data  # stable: an unchanged board is not rewritten
-    assert read_board({"data": data}) == json.loads(json.dumps(rows))
-    assert read_board(None) is None
-    assert read_board({"data": {BOARD_KEY: "not json"}}) is None
-    assert read_board({"data": {BOARD_KEY: json.dumps({"format": 99, "claims": []})}}) is None
+def test_occupancy_round_trip_and_unreadable_ones():
+    rows = occupancy_claims({"user01": "user01"}, [claim("a", "user01", ("worker1", "gpu-3"))])
+    data = occupancy_data(rows)
+    assert occupancy_data(rows) == data  # stable: an unchanged occupancy is not rewritten
+    assert read_occupancy({"data": data}) == json.loads(json.dumps(rows))
+    assert read_occupancy(None) is None
+    assert read_occupancy({"data": {OCCUPANCY_KEY: "not json"}}) is None
+    assert read_occupancy({"data": {OCCUPANCY_KEY: json.dumps({"format": 99, "claims": []})}}) is None
 
 
 def test_free_devices_subtracts_every_allocation():

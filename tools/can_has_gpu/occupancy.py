@@ -1,10 +1,11 @@
-"""The occupancy board: the lab's allocated claims, as every seat may read them.
+"""The lab's occupancy: its allocated claims, as every seat may read them.
 
 A seat reads only its own namespace, so it cannot see who holds the other
 GPUs. dralab-lease-reaper, which reads every seat namespace, writes the
 allocated claims of all seats (trimmed to what explains an allocation: name,
 namespace, creation time, lease, requests, allocation, how many pods use it)
-into a ConfigMap in each seat namespace; can-has-gpu hands them to the
+into the occupancy ConfigMap (seat_model.OCCUPANCY_CONFIGMAP_NAME, the
+settings' `occupancy`) in each seat namespace; can-has-gpu hands them to the
 explainer as the other claims of the lab.
 """
 
@@ -14,9 +15,14 @@ import json
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices, build_pools
 
-from .settings import BOARD_KEY, LEASE_EXPIRES, LEASE_FOR, SEAT_LABEL, TOOL_LABEL
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES, LEASE_FOR
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_LABEL
+
+from .settings import TOOL_LABEL
 
 FORMAT = 1
+# The ConfigMap's one key: {"format": FORMAT, "claims": [...]} as JSON.
+OCCUPANCY_KEY = "claims.json"
 
 
 def trim_claim(claim: dict, seat: str) -> dict:
@@ -35,24 +41,24 @@ def trim_claim(claim: dict, seat: str) -> dict:
             "status": {"allocation": status.get("allocation"), "reservedFor": reserved}}
 
 
-def board_claims(seat_namespaces: dict[str, str], claims: list[dict]) -> list[dict]:
+def occupancy_claims(seat_namespaces: dict[str, str], claims: list[dict]) -> list[dict]:
     """The allocated claims of every seat namespace, trimmed, in a stable order."""
     rows = [trim_claim(c, seat_namespaces[(c.get("metadata") or {}).get("namespace")]) for c in claims
             if (c.get("metadata") or {}).get("namespace") in seat_namespaces and allocated_devices(c)]
     return sorted(rows, key=lambda c: (c["metadata"]["namespace"], c["metadata"]["name"]))
 
 
-def board_data(rows: list[dict]) -> dict[str, str]:
-    """ConfigMap data: the rows as JSON, stable so that an unchanged board is not written again."""
-    return {BOARD_KEY: json.dumps({"format": FORMAT, "claims": rows}, sort_keys=True, separators=(",", ":"))}
+def occupancy_data(rows: list[dict]) -> dict[str, str]:
+    """ConfigMap data: the rows as JSON, stable so that an unchanged occupancy is not written again."""
+    return {OCCUPANCY_KEY: json.dumps({"format": FORMAT, "claims": rows}, sort_keys=True, separators=(",", ":"))}
 
 
-def read_board(configmap: dict | None) -> list[dict] | None:
-    """The claims on a board ConfigMap; None when there is no (readable) board."""
+def read_occupancy(configmap: dict | None) -> list[dict] | None:
+    """The claims in an occupancy ConfigMap; None when there is no (readable) one."""
     if not configmap:
         return None
     try:
-        payload = json.loads((configmap.get("data") or {}).get(BOARD_KEY) or "")
+        payload = json.loads((configmap.get("data") or {}).get(OCCUPANCY_KEY) or "")
     except ValueError:
         return None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT or not isinstance(payload.get("claims"), list):

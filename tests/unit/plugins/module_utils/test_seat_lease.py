@@ -1,4 +1,8 @@
-"""Lease maths and the reaper's plan: what ends when, and nothing outside seat namespaces."""
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""seat/lease.py and seat/reaper.py: lease maths and the reaper's plan: what ends when, and nothing outside
+seat namespaces."""
 
 from __future__ import annotations
 
@@ -7,16 +11,17 @@ import datetime
 import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import in_use
-from can_has_gpu.lease import (
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_time
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import (
+    LEASE_EXPIRES,
     LeaseError,
+    age_seconds,
     describe_left,
-    expiry,
+    lease_end,
     lease_seconds,
-    reaper_plan,
     seconds_left,
-    stamp,
 )
-from can_has_gpu.settings import LEASE_EXPIRES
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.reaper import reaper_plan
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 HOUR = 3600
@@ -24,7 +29,7 @@ MAX = 8 * HOUR
 
 
 def at(hours_ago: float) -> str:
-    return stamp(NOW - datetime.timedelta(hours=hours_ago))
+    return format_time(NOW - datetime.timedelta(hours=hours_ago))
 
 
 def claim(name="gpu-a", ns="user01", created_hours_ago=1.0, expires=None, devices=("gpu-0",), reserved=(),
@@ -66,14 +71,21 @@ def test_lease_seconds_default_and_limits():
 
 
 def test_expiry_is_the_annotation_unless_past_the_maximum():
-    assert expiry(claim(created_hours_ago=1, expires=at(-1)), MAX) == NOW + datetime.timedelta(hours=1)
+    assert lease_end(claim(created_hours_ago=1, expires=at(-1)), MAX) == NOW + datetime.timedelta(hours=1)
     # A seat that writes a far-future expiry still ends at creation + maximum.
     tampered = claim(created_hours_ago=1, expires=at(-100))
-    assert expiry(tampered, MAX) == NOW + datetime.timedelta(hours=7)
+    assert lease_end(tampered, MAX) == NOW + datetime.timedelta(hours=7)
     # No annotation (made with kubectl): creation + maximum.
     assert seconds_left(claim(created_hours_ago=2), MAX, NOW) == 6 * HOUR
     assert describe_left(seconds_left(claim(created_hours_ago=9), MAX, NOW)) == "expired"
     assert describe_left(90 * 60) == "1h30m"
+
+
+def test_age_is_whole_seconds_since_creation_and_never_negative():
+    assert age_seconds(claim(created_hours_ago=1.5), NOW) == 90 * 60
+    assert age_seconds(claim(created_hours_ago=-1), NOW) == 0  # a clock behind the API server's
+    assert age_seconds({"metadata": {"name": "not-created-yet"}}, NOW) is None
+    assert age_seconds(None, NOW) is None
 
 
 def test_plan_releases_expired_leases_with_their_pods():
@@ -115,17 +127,6 @@ def test_a_live_pod_keeps_a_claim_in_use():
     since = {"uid-user01-gpu-a": NOW - datetime.timedelta(hours=3)}
     assert reaper_plan(SEATS, [used], [pod("holder")], NOW, MAX, idle_after=60, idle_since=since) == []
     assert since == {}  # in use again: the idle clock starts over
-
-
-def test_claim_state_in_the_participants_words():
-    from can_has_gpu.lab import claim_state
-
-    assert claim_state(claim(devices=()), []) == "pending"
-    held = claim(reserved=("holder",))
-    assert claim_state(held, [pod("holder")]) == "in use"
-    assert claim_state(held, [pod("holder", phase="Failed")]) == "allocated"  # reserved for a finished pod
-    assert claim_state(claim(), [pod("p")]) == "allocated"  # named by a pod, but not reserved for it yet
-    assert claim_state(claim(reserved=("holder",), deleting=True), [pod("holder")]) == "releasing"
 
 
 def test_the_pods_of_a_claim_include_the_ones_it_is_reserved_for():

@@ -1,0 +1,158 @@
+"""can-has-gpu's reserve, step by step, on a fake API: the request checked before the API is asked, the claim
+taken back when its holder pod cannot be made, the wait ended by an allocation, by the explainer or by the clock,
+and a quota refusal retried only while the seat holds no live claim."""
+
+from __future__ import annotations
+
+import pytest
+
+from can_has_gpu import service
+from can_has_gpu.api import EXIT_REFUSED, EXIT_USAGE, Api, Refusal
+from can_has_gpu.settings import Settings
+
+ALLOCATION = {"devices": {"results": [{"driver": "gpu.example.com", "pool": "worker1", "device": "gpu-3",
+                                       "request": "gpu"}]}}
+
+
+class FakeApi(Api):
+    """The seat's API as a script: answers[(method, path)] is a list of answers (a Refusal is raised), used in
+    order, the last one again; every call is recorded as (method, path)."""
+
+    def __init__(self, answers=None, claims=()):
+        super().__init__(client=None, namespace="user01")
+        self.answers = {key: list(value) for key, value in (answers or {}).items()}
+        self.claims = list(claims)
+        self.calls = []
+
+    def call(self, doing, method, path, body=None, query=None, missing_ok=False):
+        self.calls.append((method, path))
+        queue = self.answers.get((method, path), [None])
+        answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        if isinstance(answer, Refusal):
+            raise answer
+        return answer
+
+    def items(self, doing, path, query=None):
+        self.calls.append(("LIST", path))
+        return list(self.claims)
+
+
+class Quiet:
+    def __init__(self):
+        self.lines = []
+
+    def progress(self, text):
+        self.lines.append(text)
+
+    def end_progress(self):
+        pass
+
+
+CLAIMS = "/apis/resource.k8s.io/v1/namespaces/user01/resourceclaims"
+PODS = "/api/v1/namespaces/user01/pods"
+
+
+@pytest.fixture(autouse=True)
+def no_sleep(monkeypatch):
+    monkeypatch.setattr(service.time, "sleep", lambda _seconds: None)
+
+
+def request(**options):
+    values = dict(device_class=None, count=1, memory=None, lease=None, wait=None)
+    values.update(options)
+    return service.reserve_request(Settings(), **values)
+
+
+def test_the_request_gets_the_lab_defaults():
+    asked = request()
+    assert (asked.device_class, asked.count, asked.selectors, asked.lease_seconds, asked.wait_seconds) == \
+        ("gpu.example.com", 1, [], 2 * 3600, 90)
+    asked = request(device_class="gpu-40gi.example.com", memory="40Gi", lease="1h", wait="5m", count=2)
+    assert (asked.device_class, asked.count, asked.lease_seconds, asked.wait_seconds) == \
+        ("gpu-40gi.example.com", 2, 3600, 300)
+    assert asked.selectors == ["device.capacity['gpu.example.com'].memory.compareTo(quantity('40Gi')) >= 0"]
+
+
+@pytest.mark.parametrize("options, code, reason, words", [
+    ({"lease": "9h"}, EXIT_REFUSED, "lease_limit", "the longest lease is 8h"),
+    ({"wait": "soon"}, EXIT_USAGE, "usage", "--wait soon is not a duration"),
+    ({"count": 9}, EXIT_USAGE, "usage", "ask for 1 to 8 GPUs"),
+    ({"memory": "lots"}, EXIT_USAGE, "usage", "--memory lots is not a quantity"),
+])
+def test_a_request_the_lab_does_not_allow_is_refused(options, code, reason, words):
+    with pytest.raises(Refusal) as info:
+        request(**options)
+    assert (info.value.code, info.value.reason) == (code, reason) and words in info.value.sentence
+
+
+def test_an_unknown_class_names_the_ones_there_are():
+    api = FakeApi({("GET", "/apis/resource.k8s.io/v1/deviceclasses/gpu-1ti.example.com"): [None]},
+                  claims=[{"metadata": {"name": "gpu.example.com"}}, {"metadata": {"name": "gpu-40gi.example.com"}}])
+    with pytest.raises(Refusal, match="choose one of gpu-40gi.example.com, gpu.example.com"):
+        service.check_class(api, "gpu-1ti.example.com")
+
+
+def test_the_claim_is_taken_back_when_its_holder_pod_cannot_be_made():
+    api = FakeApi({("POST", CLAIMS): [{"metadata": {"name": "gpu-abcde"}}],
+                   ("POST", PODS): [Refusal("no pods for you", reason="forbidden")]})
+    with pytest.raises(Refusal, match="no pods for you"):
+        service.make_claim(api, request(), Settings())
+    assert api.calls == [("POST", CLAIMS), ("POST", PODS), ("DELETE", f"{CLAIMS}/gpu-abcde")]
+
+
+def test_a_quota_refusal_is_retried_only_while_the_seat_holds_no_claim():
+    lagging = Refusal("quota", reason="quota")
+    api = FakeApi({("POST", CLAIMS): [lagging, {"metadata": {"name": "gpu-abcde"}}]})
+    assert service.create_claim(api, {})["metadata"]["name"] == "gpu-abcde"
+    held = FakeApi({("POST", CLAIMS): [lagging, {"metadata": {"name": "gpu-abcde"}}]}, claims=[{"metadata": {}}])
+    with pytest.raises(Refusal):
+        service.create_claim(held, {})
+
+
+def test_waiting_ends_with_the_allocated_claim():
+    allocated = {"metadata": {"name": "gpu-abcde"}, "status": {"allocation": ALLOCATION}}
+    api = FakeApi({("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}, allocated]})
+    progress = Quiet()
+    waited = service.wait_for_gpu(api, Settings(), "gpu-abcde", 60, service.time.monotonic(), progress)
+    assert waited.claim is allocated and waited.sentence is None
+    assert progress.lines == ["Waiting for a GPU for claim gpu-abcde: 0s"]
+
+
+def test_waiting_ends_when_the_explainer_says_no_gpu_can_be_allocated(monkeypatch):
+    unschedulable = {"status": {"conditions": [{"type": "PodScheduled", "status": "False",
+                                                "message": "0/3 nodes are available"}]}}
+    api = FakeApi({("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}],
+                   ("GET", f"{PODS}/gpu-abcde-holder"): [unschedulable]})
+    answer = {"allocatable": False, "sentence": "user07 holds the last GPU."}
+    monkeypatch.setattr(service, "why_waiting", lambda *_args: (answer, answer["sentence"]))
+    waited = service.wait_for_gpu(api, Settings(), "gpu-abcde", 60, service.time.monotonic(), Quiet())
+    assert (waited.claim, waited.answer, waited.sentence) == (None, answer, "user07 holds the last GPU.")
+
+
+def test_waiting_ends_when_the_wait_is_over():
+    api = FakeApi({("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}]})
+    waited = service.wait_for_gpu(api, Settings(), "gpu-abcde", 0, service.time.monotonic(), Quiet())
+    assert (waited.claim, waited.answer, waited.sentence) == (None, None, None)
+
+
+def test_taking_back_deletes_the_holder_pod_then_the_claim_and_waits_until_it_is_gone():
+    api = FakeApi({("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {}}, None]})
+    service.take_back(api, "gpu-abcde")
+    assert api.calls == [("DELETE", f"{PODS}/gpu-abcde-holder"), ("DELETE", f"{CLAIMS}/gpu-abcde"),
+                         ("GET", f"{CLAIMS}/gpu-abcde"), ("GET", f"{CLAIMS}/gpu-abcde")]
+
+
+def test_reserve_without_a_gpu_holds_nothing_and_says_so(monkeypatch, capsys, tmp_path):
+    from can_has_gpu import cli
+
+    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(tmp_path / "absent.json"))
+    api = FakeApi({("GET", "/apis/resource.k8s.io/v1/deviceclasses/gpu.example.com"): [{"metadata": {}}],
+                   ("POST", CLAIMS): [{"metadata": {"name": "gpu-abcde"}}],
+                   ("POST", PODS): [{"metadata": {}}],
+                   ("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}, None]})
+    monkeypatch.setattr(service.Api, "connect", lambda *_args, **_kwargs: api)
+    assert cli.main(["reserve", "--wait", "0s"]) == 3
+    assert capsys.readouterr().out == ("No GPU for you right now: no GPU was allocated within 0s.\n"
+                                       "Nothing is held for you; try again later (can-has-gpu status shows the "
+                                       "free GPUs).\n")
+    assert ("DELETE", f"{PODS}/gpu-abcde-holder") in api.calls and ("DELETE", f"{CLAIMS}/gpu-abcde") in api.calls
