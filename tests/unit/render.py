@@ -34,8 +34,14 @@ def trusted(value):
 
 
 def role_defaults(role: str) -> dict:
+    """The role's defaults over those of its dependencies (role dralab's lab-wide settings), as Ansible merges them."""
+    defaults = {}
+    meta = REPO / "roles" / role / "meta" / "main.yml"
+    for dependency in (DataLoader().load_from_file(str(meta)) or {}).get("dependencies") or [] if meta.exists() else []:
+        defaults.update(role_defaults(dependency["role"].rpartition(".")[2]))
     path = REPO / "roles" / role / "defaults" / "main.yml"
-    return trusted(DataLoader().load_from_file(str(path)) or {}) if path.exists() else {}
+    defaults.update(trusted(DataLoader().load_from_file(str(path)) or {}) if path.exists() else {})
+    return defaults
 
 
 def render_role_template(role: str, template: str, extra_vars: dict | None = None) -> str:
