@@ -202,14 +202,14 @@ def test_a_planted_copy_is_found():
         {'argument_specs': {'main': {'options': {'x_seats': {'type': 'int', 'default': 72},
                                                   'x_title': {'type': 'str', 'default': 'DRA lab'}}}}}))
     assert len(specs) == 1 and 'x_seats defaults to 72' in specs[0] and 'dralab_seats' in specs[0]
-    module = scan_python('plugins/modules/x.py', 'spec.update(\n    lease_max=dict(type="raw", default="8h"),\n'
-                                                 '    expiration_seconds=dict(type="int", default=28800),\n'
-                                                 '    seats=dict(type="int", default=lab_settings.default("dralab_seats")),\n)\n')
+    module = scan_python('plugins/modules/x.py', ('spec.update(\n    lease_max=dict(type="raw", default="8h"),\n'
+                                                  '    expiration_seconds=dict(type="int", default=28800),\n'
+                                                  '    seats=dict(type="int", default=lab_settings.default("dralab_seats")),\n)\n'))
     assert [text.split(': ')[0] for text in module] == ['plugins/modules/x.py:2', 'plugins/modules/x.py:3']
-    tool = scan_python('tools/x.py', 'import argparse\n'
-                                     'def f(driver="gpu.example.com", *, gpus_per_seat=1):\n    pass\n'
-                                     'class S:\n    lease_default: str = "2h"\n'
-                                     'parser.add_argument("--devices-per-node", type=int, default=8)\n')
+    tool = scan_python('tools/x.py', ('import argparse\n'
+                                      'def f(driver="gpu.example.com", *, gpus_per_seat=1):\n    pass\n'
+                                      'class S:\n    lease_default: str = "2h"\n'
+                                      'parser.add_argument("--devices-per-node", type=int, default=8)\n'))
     assert [text.split(' defaults')[0] for text in tool] == [
         'tools/x.py:2: driver', 'tools/x.py:2: gpus_per_seat', 'tools/x.py:5: lease_default',
         'tools/x.py:6: --devices-per-node']

@@ -37,4 +37,3 @@ def test_defaults_read_the_lab_wide_settings():
                     {"dralab_device_classes": [{"name": "gpu-40gi.example.com"}]}) == "gpu-40gi.example.com"
     assert evaluate("participant_tool", "participant_tool_reaper_hosts",
                     {"groups": {"control_plane": ["cp1", "cp2"]}}) == ["cp1"]
-
