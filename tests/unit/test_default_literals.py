@@ -198,9 +198,9 @@ def test_a_planted_copy_is_found():
                             "{{ lookup('env', 'HOME') ~ '/.dralab/admin.conf' }}", 'dralab_artifacts_dir'),
                     problem('roles/x/defaults/main.yml', 6, 'x_seats', '{{ dralab_seats | default(72) }}', 'dralab_seats')]
     assert 'roles/x/defaults/main.yml:3:' in role[0] and HOME in role[0] and 'dralab_lease_max' in role[0]
-    specs = scan_argument_specs('roles/x/meta/argument_specs.yml', yaml.safe_dump(
-        {'argument_specs': {'main': {'options': {'x_seats': {'type': 'int', 'default': 72},
-                                                  'x_title': {'type': 'str', 'default': 'DRA lab'}}}}}))
+    options = {'x_seats': {'type': 'int', 'default': 72}, 'x_title': {'type': 'str', 'default': 'DRA lab'}}
+    specs = scan_argument_specs('roles/x/meta/argument_specs.yml',
+                                yaml.safe_dump({'argument_specs': {'main': {'options': options}}}))
     assert len(specs) == 1 and 'x_seats defaults to 72' in specs[0] and 'dralab_seats' in specs[0]
     module = scan_python('plugins/modules/x.py', ('spec.update(\n    lease_max=dict(type="raw", default="8h"),\n'
                                                   '    expiration_seconds=dict(type="int", default=28800),\n'
