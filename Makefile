@@ -68,7 +68,7 @@ test-unit: setup ## Unit tests (only the venv): module_utils, filters, templates
 test-unit-tools: test-tools ## The unit tests that run systemd-analyze or docker-registry (test-tools provides them).
 	$(BIN)/pytest -q --strict-markers -m needs_tools tests/unit
 
-settings-docs: setup ## Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py.
+settings-docs: setup ## Rewrite the settings tables of README.md and docs/conventions.md and role dralab's defaults from lab_settings.py.
 	$(BIN)/python -m dralab_build.settings_docs
 
 build: setup ## Build the collection tarball and render every doc from the installed copy.

@@ -5,7 +5,7 @@ downloads; the harness reads them instead of keeping a second copy. Only the
 simple forms those files use for such values are understood:
 
     containerd_version: "2.1.5"                                    # a scalar
-    kubernetes_version: "{{ dralab_kubernetes_version | default('1.35.4') }}"
+    kubernetes_version: "{{ dralab_kubernetes_version }}"            # role dralab's default
     cni_flannel_image: "ghcr.io/flannel-io/flannel:v{{ cni_flannel_version }}"
     kubernetes_binaries:                                           # a list of scalars
       - kubeadm
@@ -22,6 +22,8 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# The role that gives the lab-wide dralab_* settings their defaults (generated from lab_settings.py).
+LAB_DEFAULTS_ROLE = "dralab"
 
 _KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):(?:\s+(.*?))?\s*$")
 _ITEM = re.compile(r"^\s+-\s+(.*?)\s*$")
@@ -103,6 +105,8 @@ class RoleVars:
             value, where = self.overrides[name], "an override"
         elif name in self.defaults(role):
             value, where = self.defaults(role)[name], f"roles/{role}/defaults/main.yml"
+        elif name in self.defaults(LAB_DEFAULTS_ROLE):  # every role that reads a dralab_* setting depends on it
+            value, where = self.defaults(LAB_DEFAULTS_ROLE)[name], f"roles/{LAB_DEFAULTS_ROLE}/defaults/main.yml"
         else:
             raise KeyError(name)
         if isinstance(value, _Unsupported):

@@ -1,5 +1,5 @@
-"""Rewrite the settings tables of README.md and docs/conventions.md from lab_settings.py, and the DRA
-feature table of README.md from dra/features.py.
+"""Rewrite the settings tables of README.md and docs/conventions.md and the defaults of role dralab from
+lab_settings.py, and the DRA feature table of README.md from dra/features.py.
 
     python -m dralab_build.settings_docs      (or: make settings-docs)
 
@@ -28,7 +28,7 @@ def main() -> None:
     # collections/ links to this checkout; ansible_collections is a namespace package (beside the ansible package's).
     sys.path.insert(0, str(REPO / "collections"))
     from ansible_collections.dralab.workshop.plugins.module_utils.dra import features as dra_features
-    from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import markdown_table
+    from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import ROLE_DEFAULTS_PATH, markdown_table, role_defaults_yaml
 
     for name in DOCUMENTS:
         path = REPO / name
@@ -39,6 +39,10 @@ def main() -> None:
         if new != text:
             path.write_text(new)
             print(f"rewrote the generated tables of {name}")
+    role_defaults = REPO / ROLE_DEFAULTS_PATH
+    if not role_defaults.exists() or role_defaults.read_text() != role_defaults_yaml():
+        role_defaults.write_text(role_defaults_yaml())
+        print(f"rewrote {ROLE_DEFAULTS_PATH}")
 
 
 if __name__ == "__main__":

@@ -4,15 +4,18 @@
 """The one definition of every lab-wide dralab_* setting.
 
 Each setting has its name, type, default, bounds or choices and description
-here and nowhere else. The preflight (preflight/settings.py) validates against it, and
-tests/unit/test_settings_registry.py fails when a role default's fallback
-(``"{{ dralab_seats | default(72) }}"``), an argument spec's description, a
-sample inventory's group_vars or the tables of README.md and
-docs/conventions.md say something else.
+here and nowhere else. The preflight (preflight/settings.py) validates against it; the
+defaults of role dralab (roles/dralab/defaults/main.yml, a dependency of every
+role that reads a setting) and the tables of README.md and docs/conventions.md
+are generated from it (``make settings-docs``); module argument specs and the
+node programs' settings file take their defaults from it.
+tests/unit/test_settings_registry.py fails when a generated file, an argument
+spec's description or a sample inventory's group_vars say something else, and
+tests/unit/test_default_literals.py when a default is written a second time.
 
 Settings whose default is derived from the inventory or the controller (the
 login group, the instructor's home) have ``default=None`` and say how it is
-derived in ``fallback`` (the Jinja expression the roles use) and
+derived in ``fallback`` (the Jinja expression of role dralab's default) and
 ``doc_default`` (the text of the documentation tables).
 
 This module imports only values.py (docs/architecture.md).
@@ -21,6 +24,7 @@ This module imports only values.py (docs/architecture.md).
 from __future__ import annotations
 
 import difflib
+import json
 import os
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import show
@@ -35,8 +39,10 @@ PREFIX = 'dralab_'
 # (tests/unit/test_metadata.py).
 OS_RELEASES = (('Debian', '12'), ('Debian', '13'))
 
-# The admin kubeconfig on the controller when dralab_kubeconfig is not set, relative to the home folder.
-ADMIN_KUBECONFIG = '.dralab/admin.conf'
+# The controller folder of the lab's files (dralab_artifacts_dir) and the admin kubeconfig in it
+# (dralab_kubeconfig) when they are not set, relative to the home folder.
+ARTIFACTS_DIR = '.dralab'
+ADMIN_KUBECONFIG = ARTIFACTS_DIR + '/admin.conf'
 
 # The default DeviceClass menu (role device_classes).
 DEFAULT_DEVICE_CLASSES = [
@@ -61,12 +67,14 @@ class Setting:
     as their Jinja literal (see jinja_literal()).
     doc_default: the default as the documentation tables show it.
     spec_default: how argument specs end "Defaults to C(name), else ...".
-    role_fallbacks / role_spec_defaults: role variables that read the setting
-    but deliberately fall back to something else, with the reason beside them.
+    role_spec_defaults: role variables that read the setting but whose
+    argument spec states another default, with the reason beside them.
+    in_role: whether role dralab gives the setting its default (False for a
+    default derived from role variables, or asked by a playbook).
     """
 
     def __init__(self, name, kind, default, description, bounds=None, fallback=None, doc_default=None,
-                 spec_default=None, role_fallbacks=None, role_spec_defaults=None):
+                 spec_default=None, role_spec_defaults=None, in_role=True):
         self.name = name
         self.kind = kind
         self.default = default
@@ -75,9 +83,8 @@ class Setting:
         self.fallback = fallback if fallback is not None else jinja_literal(default)
         self.doc_default = doc_default if doc_default is not None else markdown_literal(default)
         self.spec_default = spec_default if spec_default is not None else spec_literal(default)
-        # Role variables that deliberately fall back to something else: variable -> Jinja text.
-        self.role_fallbacks = role_fallbacks or {}
         self.role_spec_defaults = role_spec_defaults or {}
+        self.in_role = in_role
 
     def __repr__(self):
         return 'Setting(%s)' % self.name
@@ -146,18 +153,13 @@ SETTINGS = (
             'explicit list of seat names overriding prefix/width/count',
             fallback='workshop_users_seats | dralab.workshop.seat_names(workshop_users_seat_prefix, '
                      'workshop_users_seat_width)',
-            doc_default='(derived)', spec_default='the names made from the count, prefix and width'),
+            doc_default='(derived)', spec_default='the names made from the count, prefix and width', in_role=False),
     Setting('dralab_event_duration', 'duration', '8h', 'lifetime of seat tokens (at least 10m)'),
     Setting('dralab_lease_default', 'duration', '2h', 'GPU lease of `can-has-gpu reserve` without `--for`'),
     Setting('dralab_lease_max', 'duration', '8h', 'longest lease of any seat claim (dralab-lease-reaper releases it then)'),
     Setting('dralab_device_classes', 'menu', DEFAULT_DEVICE_CLASSES,
             'DeviceClass menu: name, description, CEL selectors (see role device_classes)',
-            doc_default='(menu)', spec_default='two classes',
-            # Reads only the names for the quota; with no menu, the DeviceClasses found in the cluster are used.
-            # participant_tool reads only the first class's name, which is the same.
-            role_fallbacks={'workshop_users_device_classes': '[]',
-                            'participant_tool_default_class': "[{'name': 'gpu.example.com'}]"},
-            role_spec_defaults={'workshop_users_device_classes': 'none'}),
+            doc_default='(menu)', spec_default='two classes'),
     Setting('dralab_login_hosts', 'list', None, 'hosts where seats get Linux accounts',
             fallback="groups['login'] | default([])", doc_default="groups['login']",
             spec_default='the hosts of the inventory group C(login)'),
@@ -165,10 +167,10 @@ SETTINGS = (
             fallback="lookup('env', 'HOME') ~ '/%s'" % ADMIN_KUBECONFIG, doc_default='~/' + ADMIN_KUBECONFIG,
             spec_default='C(~/%s)' % ADMIN_KUBECONFIG),
     Setting('dralab_artifacts_dir', 'str', None, 'controller folder for credentials and kubeconfigs (0600 files)',
-            fallback="lookup('env', 'HOME') ~ '/.dralab'", doc_default='~/.dralab',
-            spec_default='C(~/.dralab)'),
+            fallback="lookup('env', 'HOME') ~ '/%s'" % ARTIFACTS_DIR, doc_default='~/' + ARTIFACTS_DIR,
+            spec_default='C(~/%s)' % ARTIFACTS_DIR),
     Setting('dralab_teardown_confirm', 'str', '',
-            "playbooks/teardown.yml runs only when this is 'yes' (else it asks)", doc_default='(asked)'),
+            "playbooks/teardown.yml runs only when this is 'yes' (else it asks)", doc_default='(asked)', in_role=False),
 )
 
 BY_NAME = dict((setting.name, setting) for setting in SETTINGS)
@@ -190,6 +192,56 @@ def markdown_table():
         bounds = ' (%d..%d)' % setting.bounds if setting.bounds else ''
         lines.append('| `%s` | `%s` | %s%s |' % (setting.name, setting.doc_default, setting.description, bounds))
     return '\n'.join(lines) + '\n'
+
+
+ROLE_DEFAULTS_PATH = 'roles/dralab/defaults/main.yml'
+
+
+def role_defaults_yaml():
+    """The text of roles/dralab/defaults/main.yml: the default of every setting the roles read."""
+    lines = ['---',
+             '# Generated from plugins/module_utils/lab_settings.py by make settings-docs: edit a default there.',
+             '# Every role that reads a dralab_* setting depends on this role (meta/main.yml), so a role used',
+             '# alone gets these defaults; the inventory overrides them.']
+    for setting in SETTINGS:
+        if not setting.in_role:
+            continue
+        lines.append('')
+        lines.append('# %s%s' % (setting.description[0].upper(), setting.description[1:]))
+        if setting.default is None:
+            lines.append('%s: "{{ %s }}"' % (setting.name, setting.fallback))
+        elif setting.kind == 'menu':
+            lines.append('%s:' % setting.name)
+            lines.extend(yaml_block(setting.default, '  '))
+        else:
+            lines.append('%s: %s' % (setting.name, yaml_scalar(setting.default)))
+    return '\n'.join(lines) + '\n'
+
+
+def yaml_scalar(value):
+    """value as YAML: strings double-quoted (a JSON string is a YAML one), [] for an empty list."""
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, (str, int)):
+        return json.dumps(value)
+    if value == []:
+        return '[]'
+    raise ValueError('no YAML form for %r' % (value,))
+
+
+def yaml_block(items, indent):
+    """A list of mappings of scalars and lists of scalars, in YAML block style."""
+    lines = []
+    for item in items:
+        prefix = indent + '- '
+        for key, value in item.items():
+            if isinstance(value, list):
+                lines.append('%s%s:' % (prefix, key))
+                lines.extend('%s    - %s' % (indent, yaml_scalar(element)) for element in value)
+            else:
+                lines.append('%s%s: %s' % (prefix, key, yaml_scalar(value)))
+            prefix = indent + '  '
+    return lines
 
 
 def default(name):

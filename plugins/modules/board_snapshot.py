@@ -106,6 +106,7 @@ generated:
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
@@ -120,8 +121,8 @@ def argspec():
     spec.update(
         dest=dict(type='path', required=True),
         driver=dict(type='str', default=DEFAULT_DRIVER),
-        expected_devices_per_node=dict(type='int', default=8),
-        lease_max=dict(type='raw', default='8h'),
+        expected_devices_per_node=dict(type='int', default=lab_settings.default('dralab_devices_per_node')),
+        lease_max=dict(type='raw', default=lab_settings.default('dralab_lease_max')),
         stale_claim_age=dict(type='raw', default='1h'),
         title=dict(type='str', default='DRA lab'),
     )

@@ -503,6 +503,7 @@ report_lines:
 
 from ansible.module_utils.basic import missing_required_lib
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
@@ -520,7 +521,7 @@ def argspec():
     spec = auth_argspec()
     spec.update(
         driver=dict(type='str', default=dra_objects.DEFAULT_DRIVER),
-        expected_devices_per_node=dict(type='int', default=8),
+        expected_devices_per_node=dict(type='int', default=lab_settings.default('dralab_devices_per_node')),
         nodes=dict(type='list', elements='str', default=[]),
         node_selector=dict(type='dict', default={}),
         stale_claim_age=dict(type='raw', default='1h'),
@@ -530,7 +531,7 @@ def argspec():
         check_plugins=dict(type='bool', default=False),
         plugin_labels=dict(type='dict', default=dict(dra_objects.EXAMPLE_DRIVER_PLUGIN_LABELS)),
         snapshot_dest=dict(type='path'),
-        snapshot_lease_max=dict(type='raw', default='8h'),
+        snapshot_lease_max=dict(type='raw', default=lab_settings.default('dralab_lease_max')),
         snapshot_title=dict(type='str', default='DRA lab'),
     )
     return spec

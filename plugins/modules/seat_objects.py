@@ -260,6 +260,7 @@ stale_namespaces:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import policies as seat_policies
@@ -273,9 +274,9 @@ def argspec():
     spec.update(
         seats=dict(type='list', elements='str', required=True),
         device_classes=dict(type='list', elements='str', default=[]),
-        devices_per_seat=dict(type='int', default=1),
+        devices_per_seat=dict(type='int', default=lab_settings.default('dralab_gpus_per_seat')),
         devices_per_class=dict(type='dict', default={}),
-        gpus_per_seat=dict(type='int', default=1),
+        gpus_per_seat=dict(type='int', default=lab_settings.default('dralab_gpus_per_seat')),
         companion_device_classes=dict(type='list', elements='str', default=[]),
         pods_per_seat=dict(type='str', default=''),
         cpu_per_seat=dict(type='str', default=''),

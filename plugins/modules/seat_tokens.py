@@ -169,10 +169,12 @@ ca_data:
   type: str
 """
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import tokens as seat_tokens
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import TOKEN_SECRET_NAME
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 
 def argspec():
@@ -180,7 +182,7 @@ def argspec():
     spec.update(
         seats=dict(type='list', elements='str', required=True),
         kubeconfig_dir=dict(type='path', required=True),
-        expiration_seconds=dict(type='int', default=28800),
+        expiration_seconds=dict(type='int', default=parse_duration(lab_settings.default('dralab_event_duration'))),
         renew_before=dict(type='int', default=3600),
         secret_name=dict(type='str', default=TOKEN_SECRET_NAME),
         api_server=dict(type='str', default=''),

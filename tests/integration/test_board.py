@@ -35,6 +35,8 @@ import pytest
 import yaml
 from kubernetes import client
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from can_has_gpu_runner import Service, Tool
 from k8s_helpers import (api_from_kubeconfig, claim_body, clear_namespaces, expect_api_error, pod_body,
                          remove_board_identity, resource_api, wait_for)
@@ -95,7 +97,9 @@ class BoardProcess(Service):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         super().__init__(tool, "dralab-board", kubeconfig, "--listen", f"127.0.0.1:{self.port}", "--people",
-                         str(people), "--debounce", "250ms", env={"DRALAB_BOARD_TOKEN": token})
+                         str(people), "--debounce", "250ms", "--driver", DEFAULT_DRIVER, "--devices-per-node",
+                         str(lab_settings.default("dralab_devices_per_node")), "--lease-max",
+                         lab_settings.default("dralab_lease_max"), env={"DRALAB_BOARD_TOKEN": token})
 
     def health(self) -> dict | None:
         """The board's /healthz once it is ready (None before, or while it does not listen yet)."""

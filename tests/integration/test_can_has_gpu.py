@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from can_has_gpu_runner import Reaper, Tool
 from k8s_helpers import (allocated, api_from_kubeconfig, claim_body, clear_namespaces, delete_namespace,
                          expect_api_error, pod_body, resource_api, wait_for)
@@ -31,7 +33,9 @@ from playbook import SEATS, seat_names
 SEATS_ALL = seat_names(SEATS)
 GPUS = 24
 REAPER = "dralab-lease-reaper"
-SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_image": "busybox:1.37"}
+# Every field, as role participant_tool writes them (can-has-gpu has no defaults of its own).
+SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_image": "busybox:1.37",
+            "default_class": lab_settings.default("dralab_device_classes")[0]["name"], "driver": DEFAULT_DRIVER}
 SEAT_IN_SENTENCE = re.compile(r"\buser\d{2}\b")
 
 

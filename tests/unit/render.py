@@ -34,8 +34,14 @@ def trusted(value):
 
 
 def role_defaults(role: str) -> dict:
+    """The role's defaults over those of its dependencies (role dralab's lab-wide settings), as Ansible merges them."""
+    defaults = {}
+    meta = REPO / "roles" / role / "meta" / "main.yml"
+    for dependency in (DataLoader().load_from_file(str(meta)) or {}).get("dependencies") or [] if meta.exists() else []:
+        defaults.update(role_defaults(dependency["role"].rpartition(".")[2]))
     path = REPO / "roles" / role / "defaults" / "main.yml"
-    return trusted(DataLoader().load_from_file(str(path)) or {}) if path.exists() else {}
+    defaults.update(trusted(DataLoader().load_from_file(str(path)) or {}) if path.exists() else {})
+    return defaults
 
 
 def render_role_template(role: str, template: str, extra_vars: dict | None = None) -> str:
@@ -73,6 +79,23 @@ def evaluate(role: str, expression: str, variables: dict):
     loader = DataLoader()
     loader.set_basedir(str(REPO / "roles" / role))
     return Templar(loader=loader, variables=merged).template(trust_as_template("{{ %s }}" % expression))
+
+
+def template_value(role: str, value: str, variables: dict | None = None):
+    """Template one value as a task of the role would (role defaults plus variables)."""
+    merged = dict(role_defaults(role))
+    merged.update(trusted(variables or {}))
+    loader = DataLoader()
+    loader.set_basedir(str(REPO / "roles" / role))
+    return Templar(loader=loader, variables=merged).template(trust_as_template(value))
+
+
+def participant_tool_settings(variables: dict | None = None) -> dict:
+    """The can-has-gpu settings file as role participant_tool writes it (tasks/install.yml) with its defaults."""
+    tasks = DataLoader().load_from_file(str(REPO / "roles" / "participant_tool" / "tasks" / "install.yml"))
+    task = next(task for task in tasks if task["name"] == "Write the can-has-gpu settings")
+    return {key: template_value("participant_tool", value, variables)
+            for key, value in task["vars"]["participant_tool_settings"].items()}
 
 
 def parse_unit(text: str) -> dict[str, list[tuple[str, str]]]:

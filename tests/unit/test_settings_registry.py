@@ -4,9 +4,11 @@
 """Every place that states a lab-wide dralab_* setting agrees with lab_settings.SETTINGS.
 
 The registry (plugins/module_utils/lab_settings.py) is the one definition;
-role defaults' fallbacks, argument specs, the sample inventories' group_vars,
-the tables of README.md and docs/conventions.md and the preflight must agree
-with it, and nothing else may keep defaults of its own.
+role dralab's defaults (generated), the roles that read a setting (through
+role dralab, without a fallback), argument specs, the sample inventories'
+group_vars, the tables of README.md and docs/conventions.md and the preflight
+must agree with it, and nothing else may keep defaults of its own
+(tests/unit/test_default_literals.py finds a default written twice).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import re
 
 import pytest
 import yaml
-from jinja2.nativetypes import NativeEnvironment
 
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight import report as preflight_report
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import validate
@@ -27,90 +28,96 @@ from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings impor
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ROLES = sorted(path.parent.parent for path in REPO.glob('roles/*/defaults/main.yml'))
+LAB_ROLE = 'dralab'
 SETTING_USE = re.compile(r'\b(dralab_[a-z0-9_]+)\s*\|\s*default\(')
+SETTING_NAME = re.compile(r'\b(dralab_[a-z0-9_]+)\b')
 BEGIN = '<!-- dralab-settings: generated from plugins/module_utils/lab_settings.py'
 END = '<!-- dralab-settings: end -->'
 ARGSPEC_TYPES = {'int': 'int', 'bool': 'bool', 'list': 'list', 'menu': 'list'}
 
 
-def fallback_text(expression, start):
-    """The text inside default( ... ) that starts at start (just after the parenthesis)."""
-    depth = 1
-    quote = None
-    for index in range(start, len(expression)):
-        char = expression[index]
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in '\'"':
-            quote = char
-        elif char in '([{':
-            depth += 1
-        elif char in ')]}':
-            depth -= 1
-            if depth == 0:
-                return expression[start:index]
-    raise AssertionError('unbalanced default( in %r' % expression)
-
-
-def role_fallbacks():
-    """(role, variable, setting, fallback text, whole expression) for every dralab_X | default(...) in role defaults."""
+def role_reads():
+    """(role, variable, setting, whole expression) for every dralab_X a role default reads."""
     found = []
     for role in ROLES:
+        if role.name == LAB_ROLE:
+            continue
         defaults = yaml.safe_load((role / 'defaults' / 'main.yml').read_text()) or {}
         for variable, value in defaults.items():
             if not isinstance(value, str):
                 continue
-            for match in SETTING_USE.finditer(value):
-                found.append((role.name, variable, match.group(1), fallback_text(value, match.end()), value.strip()))
+            for name in sorted(set(SETTING_NAME.findall(value))):
+                found.append((role.name, variable, name, value.strip()))
     return found
-
-
-def evaluate(expression):
-    """A Jinja fallback expression's value; lookup('env', NAME) reads the environment."""
-    environment = NativeEnvironment()
-    return environment.compile_expression(expression)(
-        lookup=lambda kind, name: os.environ.get(name, ''), groups={'login': ['login1']})
 
 
 def normalise(text):
     return ' '.join(text.split())
 
 
-FALLBACKS = role_fallbacks()
+READS = role_reads()
 
 
 def test_the_roles_read_settings():
     # The parser finds what it checks (a broken regular expression would pass every test below).
-    assert len(FALLBACKS) > 25
-    assert ('workshop_users', 'workshop_users_seats', 'dralab_seats', '72',
-            "{{ dralab_seats | default(72) }}") in FALLBACKS
+    assert len(READS) > 25
+    assert ('workshop_users', 'workshop_users_seats', 'dralab_seats', "{{ dralab_seats }}") in READS
 
 
-@pytest.mark.parametrize('role, variable, name, fallback, expression', FALLBACKS,
-                         ids=['%s-%s' % (item[1], item[2]) for item in FALLBACKS])
-def test_role_fallback_is_the_registry_default(role, variable, name, fallback, expression):
+def test_role_dralab_is_generated_from_the_registry():
+    path = REPO / lab_settings.ROLE_DEFAULTS_PATH
+    assert path.read_text() == lab_settings.role_defaults_yaml(), \
+        '%s differs from lab_settings.py: run make settings-docs' % lab_settings.ROLE_DEFAULTS_PATH
+    defaults = yaml.safe_load(path.read_text())
+    for setting in SETTINGS:
+        if not setting.in_role:
+            assert setting.name not in defaults, setting.name
+        elif setting.default is not None:
+            assert defaults[setting.name] == setting.default, setting.name
+        else:
+            assert normalise(defaults[setting.name]) == normalise('{{ %s }}' % setting.fallback), setting.name
+
+
+def test_role_dralab_defaults_evaluate_to_the_registry():
+    # The derived defaults, rendered as a task sees them.
+    from render import role_defaults, use_this_checkout, evaluate
+
+    use_this_checkout()
+    home = os.path.expanduser('~')
+    assert evaluate(LAB_ROLE, 'dralab_kubeconfig', {}) == lab_settings.admin_kubeconfig()
+    assert evaluate(LAB_ROLE, 'dralab_artifacts_dir', {}) == os.path.join(home, lab_settings.ARTIFACTS_DIR)
+    assert evaluate(LAB_ROLE, 'dralab_login_hosts', {'groups': {'login': ['login1']}}) == ['login1']
+    assert evaluate(LAB_ROLE, 'dralab_login_hosts', {'groups': {}}) == []
+    assert set(role_defaults('workshop_users')) >= set(role_defaults(LAB_ROLE))
+
+
+@pytest.mark.parametrize('role, variable, name, expression', READS, ids=['%s-%s' % (item[1], item[2]) for item in READS])
+def test_role_reads_a_setting_role_dralab_defines(role, variable, name, expression):
     assert name in BY_NAME, '%s (role %s) reads %s, which is not a lab setting; define it in lab_settings.py' \
         % (variable, role, name)
     setting = BY_NAME[name]
-    if variable in setting.role_fallbacks:
-        expected = setting.role_fallbacks[variable]
-        assert normalise(fallback) == normalise(expected), (variable, fallback)
-    elif setting.default is None:
-        assert normalise(fallback) == normalise(setting.fallback), \
-            '%s: %s falls back to %s; lab_settings says %s' % (variable, name, fallback, setting.fallback)
-    else:
-        assert evaluate(fallback) == setting.default, \
-            '%s: %s falls back to %s; lab_settings says %r' % (variable, name, fallback, setting.default)
+    if setting.in_role:
+        assert not SETTING_USE.search(expression), \
+            '%s (roles/%s/defaults/main.yml) gives %s a fallback; role dralab gives its default' % (variable, role, name)
+    meta = yaml.safe_load((REPO / 'roles' / role / 'meta' / 'main.yml').read_text())
+    dependencies = [dependency['role'] for dependency in meta.get('dependencies') or []]
+    assert 'dralab.workshop.' + LAB_ROLE in dependencies, \
+        'roles/%s/meta/main.yml: a role that reads %s depends on dralab.workshop.%s' % (role, name, LAB_ROLE)
+
+
+def test_a_derived_setting_falls_back_to_its_derivation():
+    derived = [item for item in READS if not BY_NAME[item[2]].in_role and item[2] != 'dralab_teardown_confirm']
+    assert derived
+    for role, variable, name, expression in derived:
+        match = SETTING_USE.search(expression)
+        assert match, '%s reads %s, which role dralab does not define, without a fallback' % (variable, name)
+        assert normalise(BY_NAME[name].fallback) in normalise(expression), (variable, expression)
 
 
 def plain_passthroughs():
-    """(role, variable, setting) whose default is exactly "{{ dralab_X | default(...) }}"."""
-    found = []
-    for role, variable, name, fallback, expression in FALLBACKS:
-        if normalise(expression) == normalise('{{ %s | default(%s) }}' % (name, fallback)):
-            found.append((role, variable, name))
-    return found
+    """(role, variable, setting) whose default is exactly "{{ dralab_X }}"."""
+    return [(role, variable, name) for role, variable, name, expression in READS
+            if normalise(expression) == '{{ %s }}' % name]
 
 
 PASSTHROUGHS = plain_passthroughs()
@@ -140,8 +147,8 @@ def test_argument_spec_states_the_registry_default(role, variable, name):
         '%s: the argument spec should say "... C(%s), else %s"; it says: %s' % (variable, name, spec_default, text)
     if setting.kind in ARGSPEC_TYPES:
         assert option.get('type') == ARGSPEC_TYPES[setting.kind], variable
-    if 'default' in option:
-        assert option['default'] == setting.default, variable
+    # The default is role dralab's; an argument spec that states one writes it a second time.
+    assert 'default' not in option, '%s: roles/%s/meta/argument_specs.yml repeats the default of %s' % (variable, role, name)
 
 
 def test_every_passthrough_is_found():
@@ -204,6 +211,9 @@ def test_no_other_defaults():
         assert getattr(module, 'DEFAULTS', lab_settings.DEFAULTS) is lab_settings.DEFAULTS, path.name
     preflight = (REPO / 'playbooks' / 'preflight.yml').read_text()
     assert not SETTING_USE.search(preflight), 'playbooks/preflight.yml writes a default of its own'
+    for path in sorted(REPO.glob('roles/*/*/*.yml')) + sorted(REPO.glob('roles/*/templates/*.j2')):
+        uses = [name for name in SETTING_USE.findall(path.read_text()) if BY_NAME.get(name) and BY_NAME[name].in_role]
+        assert not uses, '%s gives %s a default of its own; role dralab gives it' % (path.relative_to(REPO), uses)
 
 
 def test_every_setting_has_a_description_and_a_kind():

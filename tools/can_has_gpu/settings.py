@@ -1,14 +1,16 @@
 """Names, labels and the settings file shared by can-has-gpu and dralab-lease-reaper.
 
 The participant_tool role writes the settings file (JSON) on every node it
-installs the tool on; a missing file means the built-in defaults below.
+installs the tool on, every field from the lab's settings; a missing file or
+field is an error that names it (the defaults live in lab_settings.py and the
+roles, not here).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import OCCUPANCY_CONFIGMAP_NAME
@@ -25,12 +27,12 @@ CLAIM_LABEL = "dralab.workshop/claim"
 
 @dataclass
 class Settings:
-    lease_default: str = "2h"
-    lease_max: str = "8h"
-    default_class: str = "gpu.example.com"
-    driver: str = "gpu.example.com"
-    holder_image: str = "busybox:1.37"
-    wait: str = "90s"
+    lease_default: str
+    lease_max: str
+    default_class: str
+    driver: str
+    holder_image: str
+    wait: str
     occupancy: str = OCCUPANCY_CONFIGMAP_NAME
 
     @property
@@ -56,7 +58,7 @@ def load_settings(path: str | None = None) -> Settings:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except FileNotFoundError:
-        return Settings()
+        raise SettingsError(f"no settings file {path} (the participant_tool role writes it)") from None
     except (OSError, ValueError) as exc:
         raise SettingsError(f"cannot read the settings file {path}: {exc}") from None
     if not isinstance(data, dict):
@@ -64,6 +66,9 @@ def load_settings(path: str | None = None) -> Settings:
     unknown = sorted(set(data) - {f.name for f in fields(Settings)})
     if unknown:
         raise SettingsError(f"the settings file {path} has unknown field(s) {', '.join(unknown)}")
+    missing = [f.name for f in fields(Settings) if f.default is MISSING and f.name not in data]
+    if missing:
+        raise SettingsError(f"the settings file {path} has no {', '.join(missing)}")
     settings = Settings(**{k: str(v) for k, v in data.items()})
     for name in ("lease_default", "lease_max", "wait"):
         try:

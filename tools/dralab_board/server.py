@@ -32,7 +32,6 @@ from aiohttp import web
 from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_time
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.values import host_port_problem
@@ -264,9 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--listen", default="127.0.0.1:8088", help="address:port to serve on (default 127.0.0.1:8088)")
     parser.add_argument("--token-env", default=TOKEN_ENV, help=f"variable with the instructor's token ({TOKEN_ENV})")
     parser.add_argument("--people", help="JSON file {seat: person name}, shown to the instructor only")
-    parser.add_argument("--driver", default=DEFAULT_DRIVER, help="DRA driver of the GPUs")
-    parser.add_argument("--devices-per-node", type=int, default=8, help="devices each node should publish")
-    parser.add_argument("--lease-max", default="8h", help="the lab's longest lease (default 8h)")
+    # The lab's values come from role lab_board (the unit's command line); the program keeps no copy of them.
+    parser.add_argument("--driver", required=True, help="DRA driver of the GPUs")
+    parser.add_argument("--devices-per-node", type=int, required=True, help="devices each node should publish")
+    parser.add_argument("--lease-max", required=True, help="the lab's longest lease (dralab_lease_max)")
     parser.add_argument("--stale-claim-age", default="1h", help="an unused allocated claim is a problem after this")
     parser.add_argument("--debounce", default="250ms", help="wait this long after a change before rebuilding")
     parser.add_argument("--title", default="DRA lab", help="title of the page")

@@ -12,6 +12,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
 
 from render import REPO, render_role_template, role_defaults
@@ -30,7 +31,8 @@ def test_default_seats_are_user01_to_user72():
     values = resolved('workshop_users', groups={}, ansible_facts={})
     assert values['workshop_users_seat_names'] == ['user%02d' % n for n in range(1, 73)]
     assert values['workshop_users_login_hosts'] == []
-    assert values['workshop_users_device_classes'] == []
+    # The names of the default menu (role dralab), which the device_classes role creates.
+    assert values['workshop_users_device_classes'] == [menu['name'] for menu in lab_settings.DEFAULT_DEVICE_CLASSES]
     assert values['workshop_users_sshd_service'] == 'ssh'
 
 
@@ -137,4 +139,7 @@ def test_every_role_variable_is_declared_in_the_argument_specs():
     for role in ('device_classes', 'workshop_users', 'lab_reset'):
         specs = yaml.safe_load((REPO / 'roles' / role / 'meta' / 'argument_specs.yml').read_text())
         declared = set(specs['argument_specs']['main']['options'])
-        assert set(role_defaults(role)) == declared, role
+        # The role's own defaults (role dralab's, its dependency's, are the lab-wide settings).
+        own = yaml.safe_load((REPO / 'roles' / role / 'defaults' / 'main.yml').read_text())
+        assert set(own) == declared, role
+        assert set(role_defaults(role)) - set(own) == set(role_defaults('dralab')), role

@@ -10,6 +10,8 @@ from can_has_gpu import cli, render
 from can_has_gpu.api import Refusal, quota_sentence, refusal_from
 from can_has_gpu.objects import claim_body, holder_pod, memory_selector, workload_pod
 from can_has_gpu.settings import SettingsError, load_settings
+from render import participant_tool_settings
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES
 
@@ -22,8 +24,8 @@ QUOTA_MESSAGE = ('Kubernetes API POST /apis/resource.k8s.io/v1/namespaces/user01
 
 
 @pytest.fixture(autouse=True)
-def no_settings_file(monkeypatch, tmp_path):
-    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(tmp_path / "absent.json"))
+def lab_home(monkeypatch, tmp_path, lab_settings_file):
+    # The settings file participant_tool writes with the lab's defaults (conftest.py), an empty home.
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
 
@@ -237,12 +239,16 @@ def test_objects():
     assert "command" not in workload_pod("p", "c", "img", [])["spec"]["containers"][0]
 
 
+SETTINGS = {"lease_default": "1h", "lease_max": "4h", "default_class": "x", "driver": "d.example.com",
+            "holder_image": "busybox:1.37", "wait": "90s"}
+
+
 def test_settings_file(tmp_path, monkeypatch):
     path = tmp_path / "s.json"
-    path.write_text(json.dumps({"lease_default": "1h", "lease_max": "4h", "default_class": "x"}))
+    path.write_text(json.dumps(SETTINGS))
     settings = load_settings(str(path))
     assert (settings.lease_default_seconds, settings.lease_max_seconds, settings.default_class) == (3600, 14400, "x")
-    path.write_text(json.dumps({"lease_default": "5h", "lease_max": "4h"}))
+    path.write_text(json.dumps(dict(SETTINGS, lease_default="5h")))
     with pytest.raises(SettingsError, match="longer than lease_max"):
         load_settings(str(path))
     path.write_text(json.dumps({"lease_maximum": "4h"}))
@@ -250,6 +256,16 @@ def test_settings_file(tmp_path, monkeypatch):
         load_settings(str(path))
     monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(path))
     assert cli.main(["status"]) == 1
+
+
+def test_settings_file_has_no_fallback(tmp_path):
+    # The values come from the lab's settings through participant_tool; the program keeps no copy of them.
+    path = tmp_path / "s.json"
+    with pytest.raises(SettingsError, match="no settings file %s .the participant_tool role writes it" % path):
+        load_settings(str(path))
+    path.write_text(json.dumps({k: v for k, v in SETTINGS.items() if k not in ("lease_max", "driver")}))
+    with pytest.raises(SettingsError, match="the settings file %s has no lease_max, driver$" % path):
+        load_settings(str(path))
 
 
 def test_status_text():
@@ -272,3 +288,15 @@ def test_reserved_text():
                                                                     "memory": "80Gi"}],
                                  "lease_expires": "2026-12-01T14:00:00Z", "lease_left_seconds": 7200})
     assert text.splitlines()[0] == "Reserved gpu-abcde: gpu-3 on worker1 (80Gi), lease until 2026-12-01T14:00:00Z (2h)."
+
+
+def test_the_settings_file_has_every_field_the_node_programs_read(tmp_path):
+    # can-has-gpu and the reaper have no defaults of their own: the file the role writes must hold every field.
+    path = tmp_path / "can-has-gpu.json"
+    path.write_text(json.dumps(participant_tool_settings()))
+    settings = load_settings(str(path))
+    assert settings.lease_max == lab_settings.default("dralab_lease_max")
+    assert settings.lease_default == lab_settings.default("dralab_lease_default")
+    assert settings.default_class == lab_settings.default("dralab_device_classes")[0]["name"]
+    path.write_text(json.dumps(participant_tool_settings({"dralab_lease_max": "4h"})))
+    assert load_settings(str(path)).lease_max == "4h"

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The lab_preflight module around lab_config.validate()."""
+"""The lab_preflight module around preflight/validate.py validate()."""
 
 from __future__ import annotations
 
