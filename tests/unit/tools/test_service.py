@@ -8,7 +8,7 @@ import pytest
 
 from can_has_gpu import service
 from can_has_gpu.api import EXIT_REFUSED, EXIT_USAGE, Api, Refusal
-from can_has_gpu.settings import Settings
+from can_has_gpu.settings import load_settings
 
 ALLOCATION = {"devices": {"results": [{"driver": "gpu.example.com", "pool": "worker1", "device": "gpu-3",
                                        "request": "gpu"}]}}
@@ -60,7 +60,7 @@ def no_sleep(monkeypatch):
 def request(**options):
     values = dict(device_class=None, count=1, memory=None, lease=None, wait=None)
     values.update(options)
-    return service.reserve_request(Settings(), **values)
+    return service.reserve_request(load_settings(), **values)
 
 
 def test_the_request_gets_the_lab_defaults():
@@ -96,7 +96,7 @@ def test_the_claim_is_taken_back_when_its_holder_pod_cannot_be_made():
     api = FakeApi({("POST", CLAIMS): [{"metadata": {"name": "gpu-abcde"}}],
                    ("POST", PODS): [Refusal("no pods for you", reason="forbidden")]})
     with pytest.raises(Refusal, match="no pods for you"):
-        service.make_claim(api, request(), Settings())
+        service.make_claim(api, request(), load_settings())
     assert api.calls == [("POST", CLAIMS), ("POST", PODS), ("DELETE", f"{CLAIMS}/gpu-abcde")]
 
 
@@ -113,7 +113,7 @@ def test_waiting_ends_with_the_allocated_claim():
     allocated = {"metadata": {"name": "gpu-abcde"}, "status": {"allocation": ALLOCATION}}
     api = FakeApi({("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}, allocated]})
     progress = Quiet()
-    waited = service.wait_for_gpu(api, Settings(), "gpu-abcde", 60, service.time.monotonic(), progress)
+    waited = service.wait_for_gpu(api, load_settings(), "gpu-abcde", 60, service.time.monotonic(), progress)
     assert waited.claim is allocated and waited.sentence is None
     assert progress.lines == ["Waiting for a GPU for claim gpu-abcde: 0s"]
 
@@ -125,13 +125,13 @@ def test_waiting_ends_when_the_explainer_says_no_gpu_can_be_allocated(monkeypatc
                    ("GET", f"{PODS}/gpu-abcde-holder"): [unschedulable]})
     answer = {"allocatable": False, "sentence": "user07 holds the last GPU."}
     monkeypatch.setattr(service, "why_waiting", lambda *_args: (answer, answer["sentence"]))
-    waited = service.wait_for_gpu(api, Settings(), "gpu-abcde", 60, service.time.monotonic(), Quiet())
+    waited = service.wait_for_gpu(api, load_settings(), "gpu-abcde", 60, service.time.monotonic(), Quiet())
     assert (waited.claim, waited.answer, waited.sentence) == (None, answer, "user07 holds the last GPU.")
 
 
 def test_waiting_ends_when_the_wait_is_over():
     api = FakeApi({("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}]})
-    waited = service.wait_for_gpu(api, Settings(), "gpu-abcde", 0, service.time.monotonic(), Quiet())
+    waited = service.wait_for_gpu(api, load_settings(), "gpu-abcde", 0, service.time.monotonic(), Quiet())
     assert (waited.claim, waited.answer, waited.sentence) == (None, None, None)
 
 
@@ -142,10 +142,9 @@ def test_taking_back_deletes_the_holder_pod_then_the_claim_and_waits_until_it_is
                          ("GET", f"{CLAIMS}/gpu-abcde"), ("GET", f"{CLAIMS}/gpu-abcde")]
 
 
-def test_reserve_without_a_gpu_holds_nothing_and_says_so(monkeypatch, capsys, tmp_path):
+def test_reserve_without_a_gpu_holds_nothing_and_says_so(monkeypatch, capsys):
     from can_has_gpu import cli
 
-    monkeypatch.setenv("CAN_HAS_GPU_SETTINGS", str(tmp_path / "absent.json"))
     api = FakeApi({("GET", "/apis/resource.k8s.io/v1/deviceclasses/gpu.example.com"): [{"metadata": {}}],
                    ("POST", CLAIMS): [{"metadata": {"name": "gpu-abcde"}}],
                    ("POST", PODS): [{"metadata": {}}],
