@@ -508,14 +508,10 @@ from ansible_collections.dralab.workshop.plugins.module_utils.board import build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
-
-MAX_REASONS_IN_MESSAGE = 10
-
 
 def argspec():
     spec = auth_argspec()
@@ -535,20 +531,6 @@ def argspec():
         snapshot_title=dict(type='str', default='DRA lab'),
     )
     return spec
-
-
-def unhealthy_message(report, reasons=True):
-    """The failure message (with each error's reason), or the shorter warning (objects only)."""
-    errors = [p for p in report['problems'] if p['severity'] == dra_health.ERROR]
-    head = 'The DRA lab is unhealthy: %d error(s), %d warning(s)' % (
-        report['summary']['errors'], report['summary']['warnings'])
-    if not reasons:
-        return '%s: %s. The reasons and what to do are in the returned problems.' % (
-            head, ', '.join(p['object'] for p in errors))
-    lines = ['%s: %s' % (p['object'], p['reason']) for p in errors[:MAX_REASONS_IN_MESSAGE]]
-    if len(errors) > MAX_REASONS_IN_MESSAGE:
-        lines.append('... and %d more (see problems)' % (len(errors) - MAX_REASONS_IN_MESSAGE))
-    return '%s: %s' % (head, ' | '.join(lines))
 
 
 def run(module, client, now=None):
@@ -588,8 +570,8 @@ def run(module, client, now=None):
         report = dra_report.summarize(report)
     if not report['healthy']:
         if params['fail_on_unhealthy']:
-            module.fail_json(msg=unhealthy_message(report), **dict(result, **report))
-        module.warn(unhealthy_message(report, reasons=False))
+            module.fail_json(msg=dra_report.unhealthy_message(report), **dict(result, **report))
+        module.warn(dra_report.unhealthy_message(report, reasons=False))
     module.exit_json(**dict(result, **report))
 
 

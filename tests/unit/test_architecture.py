@@ -186,3 +186,30 @@ def test_a_borrowed_helper_is_found(tmp_path):
                     'from ansible_collections.dralab.workshop.plugins.module_utils import lab_config, values\n'
                     'lab_config.parse_duration("1h")\nvalues.parse_duration("1h")\n')
     assert borrowed_uses(path, 'parse_duration', 'values') == [(1, 'module_utils.dra.model'), (3, 'lab_config')]
+
+
+# A file a newcomer can read in one sitting: the collection's code, the node programs and the production build.
+MAX_LINES = 600
+SIZED_TREES = ('plugins', 'tools', 'dralab_build')
+
+
+def oversized(paths, limit=MAX_LINES):
+    """'path: N lines' for every file longer than limit."""
+    found = []
+    for path in paths:
+        count = len(path.read_text().splitlines())
+        if count > limit:
+            found.append('%s: %d lines' % (path.relative_to(REPO) if path.is_relative_to(REPO) else path, count))
+    return found
+
+
+def test_no_python_file_is_over_the_line_limit():
+    paths = sorted(path for top in SIZED_TREES for path in (REPO / top).rglob('*.py'))
+    assert len(paths) > 50
+    assert oversized(paths) == []
+
+
+def test_an_oversized_file_is_found(tmp_path):
+    path = tmp_path / 'long.py'
+    path.write_text('x = 1\n' * (MAX_LINES + 1))
+    assert oversized([path]) == ['%s: %d lines' % (path, MAX_LINES + 1)]

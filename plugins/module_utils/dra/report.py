@@ -6,6 +6,7 @@ without per-claim detail."""
 
 from __future__ import annotations
 
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.health import ERROR
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import device_label, plural
 
 
@@ -101,3 +102,21 @@ def summarize(report):
         problems.append(dict(group[0], count=len(group), objects=[p['object'] for p in group[:SHOWN_NAMES]],
                              object='%s and %d more' % (group[0]['object'], len(group) - 1)))
     return dict(report, problems=problems, claims=[claim for claim in report['claims'] if claim['state'] != 'pending'])
+
+
+# A failure message names at most this many errors with their reasons.
+MAX_REASONS_IN_MESSAGE = 10
+
+
+def unhealthy_message(report, reasons=True):
+    """The failure message (with each error's reason), or the shorter warning (objects only)."""
+    errors = [p for p in report['problems'] if p['severity'] == ERROR]
+    head = 'The DRA lab is unhealthy: %d error(s), %d warning(s)' % (
+        report['summary']['errors'], report['summary']['warnings'])
+    if not reasons:
+        return '%s: %s. The reasons and what to do are in the returned problems.' % (
+            head, ', '.join(p['object'] for p in errors))
+    lines = ['%s: %s' % (p['object'], p['reason']) for p in errors[:MAX_REASONS_IN_MESSAGE]]
+    if len(errors) > MAX_REASONS_IN_MESSAGE:
+        lines.append('... and %d more (see problems)' % (len(errors) - MAX_REASONS_IN_MESSAGE))
+    return '%s: %s' % (head, ' | '.join(lines))

@@ -9,6 +9,7 @@ import json
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
 from ansible_collections.dralab.workshop.plugins.modules import dra_health
 
 from dra_fakes import FakeClient
@@ -177,7 +178,7 @@ def test_message_lists_at_most_ten_errors():
     problems = [{'type': 'claim_device_unknown', 'severity': 'error', 'object': 'ResourceClaim u/c%d' % i,
                  'reason': 'reason %d' % i} for i in range(12)]
     report = {'problems': problems, 'summary': {'errors': 12, 'warnings': 0}}
-    message = dra_health.unhealthy_message(report)
+    message = dra_report.unhealthy_message(report)
     assert 'ResourceClaim u/c9: reason 9' in message
     assert 'u/c10' not in message
     assert message.endswith('... and 2 more (see problems)')
