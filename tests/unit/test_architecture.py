@@ -213,3 +213,53 @@ def test_an_oversized_file_is_found(tmp_path):
     path = tmp_path / 'long.py'
     path.write_text('x = 1\n' * (MAX_LINES + 1))
     assert oversized([path]) == ['%s: %d lines' % (path, MAX_LINES + 1)]
+
+
+def defined_names(path):
+    """The names a module defines itself at its top level (not the ones it imports)."""
+    names = set()
+    for node in ast.parse(path.read_text(), filename=str(path)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try)):
+            for inner in ast.walk(node):
+                if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    names.update((a.asname or a.name).split('.')[0] for a in inner.names)
+                elif isinstance(inner, ast.Assign):
+                    names.update(n.id for t in inner.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return names
+
+
+def passed_through(path):
+    """(line, module, name) of every name imported from a module_utils module that only imports it itself."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(OURS + 'module_utils')):
+            continue
+        base = MODULE_UTILS.joinpath(*node.module[len(OURS + 'module_utils'):].strip('.').split('.'))
+        home = base.with_suffix('.py') if node.module != OURS + 'module_utils' else None
+        for alias in node.names:
+            if home is None or not home.is_file():
+                continue  # a package import: the name is a module
+            if alias.name not in defined_names(home):
+                found.append((node.lineno, node.module[len(OURS):], alias.name))
+    return found
+
+
+def test_every_name_is_imported_from_its_home():
+    """No pass-through: a name comes from the module that defines it (a module importing it is not its home)."""
+    paths = sorted(path for top in ('plugins', 'tools', 'tests', 'dralab_build', 'benchmarks')
+                   for path in (REPO / top).rglob('*.py') if 'gomod' not in path.parts)
+    found = ['%s:%d imports %s from %s, which only imports it' % (path.relative_to(REPO), line, name, module)
+             for path in paths for line, module, name in passed_through(path)]
+    assert found == []
+
+
+def test_a_passed_through_name_is_found(tmp_path):
+    path = tmp_path / 'caller.py'
+    path.write_text('from ansible_collections.dralab.workshop.plugins.module_utils.dra.health import parse_time\n'
+                    'from ansible_collections.dralab.workshop.plugins.module_utils.dra.health import analyze\n')
+    assert passed_through(path) == [(1, 'module_utils.dra.health', 'parse_time')]

@@ -6,7 +6,7 @@ import datetime
 from dataclasses import dataclass, field
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_LABEL
+from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
 
 from .api import Api
 from .occupancy import read_occupancy

@@ -16,7 +16,7 @@ import json
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices, build_pools
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES, LEASE_FOR
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_LABEL
+from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
 
 from .settings import TOOL_LABEL
 

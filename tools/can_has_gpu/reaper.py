@@ -23,8 +23,8 @@ import signal
 import sys
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_LABEL, SEAT_NAMESPACE_SELECTOR
+from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_NAMESPACE_SELECTOR
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.reaper import reaper_plan
 
 from . import __version__

@@ -55,8 +55,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import UNTOLERATED_EFFECTS, node_selector_matches
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import natural_key
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta, object_name
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_LABEL
-from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, parse_quantity, parse_time
+from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, format_age, parse_quantity, parse_time
 
 
 _UTC = datetime.timezone.utc

@@ -19,13 +19,8 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
-    DESCRIPTION_ANNOTATION,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    is_managed,
-)
-from ansible_collections.dralab.workshop.plugins.module_utils.values import is_dns1123_subdomain
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import DESCRIPTION_ANNOTATION, is_managed
+from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, is_dns1123_subdomain
 
 API_VERSION = 'resource.k8s.io/v1'
 KIND = 'DeviceClass'

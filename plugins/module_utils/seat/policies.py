@@ -37,14 +37,8 @@ names; the quota's per-class device keys cap the companion class too.
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
-    CLAIM_COUNT_KEY,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    QUOTA_NAME,
-    SEAT_LABEL,
-    managed_labels,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import CLAIM_COUNT_KEY, QUOTA_NAME, managed_labels
+from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL
 
 POLICY_API_VERSION = 'admissionregistration.k8s.io/v1'
 SERVICES_POLICY = 'dralab-seat-services'

@@ -23,15 +23,12 @@ import re
 import tempfile
 import time
 
-# Kubeconfig files are read in one place, k8s_client; the names stay importable from here.
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import (  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import (
     K8sError,
-    kubeconfig_cluster,
     kubeconfig_context,
     load_kubeconfig_text,
     named_entry,
     parallel_map,
-    read_ca_file,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     TOKEN_SECRET_NAME,

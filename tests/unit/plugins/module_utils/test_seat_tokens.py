@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import tokens as st
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, kubeconfig_cluster
 
 from seat_fakes import HOUR, NOW, FakeTokenApi as FakeApi, b64url, make_token
 
@@ -112,14 +112,14 @@ def write_admin_kubeconfig(tmp_path, cluster=None):
 
 def test_admin_kubeconfig_gives_server_and_ca(tmp_path):
     path = write_admin_kubeconfig(tmp_path)
-    assert st.kubeconfig_cluster(str(path)) == ('https://127.0.0.1:6443', 'QURNSU4=', False)
+    assert kubeconfig_cluster(str(path)) == ('https://127.0.0.1:6443', 'QURNSU4=', False)
     (tmp_path / 'ca.crt').write_bytes(b'PEM')
     path = write_admin_kubeconfig(tmp_path, {'server': 'https://x:6443', 'certificate-authority': 'ca.crt'})
-    assert st.kubeconfig_cluster(str(path)) == ('https://x:6443', base64.b64encode(b'PEM').decode(), False)
+    assert kubeconfig_cluster(str(path)) == ('https://x:6443', base64.b64encode(b'PEM').decode(), False)
     with pytest.raises(K8sError, match='has no context nope'):
-        st.kubeconfig_cluster(str(path), 'nope')
+        kubeconfig_cluster(str(path), 'nope')
     with pytest.raises(K8sError, match='Cannot read the admin kubeconfig'):
-        st.kubeconfig_cluster(str(tmp_path / 'missing.conf'))
+        kubeconfig_cluster(str(tmp_path / 'missing.conf'))
 
 
 def test_write_if_changed_is_atomic_0600_and_idempotent(tmp_path):
