@@ -371,4 +371,3 @@ def format_age(seconds):
         return '%dh%dm' % (hours, minutes % 60) if minutes % 60 else '%dh' % hours
     days = hours // 24
     return '%dd%dh' % (days, hours % 24) if days < 7 and hours % 24 else '%dd' % days
-

@@ -513,6 +513,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra import report 
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
+
 def argspec():
     spec = auth_argspec()
     spec.update(

@@ -43,14 +43,21 @@ from __future__ import annotations
 import re
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.cel_functions import BOOL_FUNCTIONS, FUNCTIONS, KNOWN_FUNCTIONS, NAMESPACES, RESULT_TYPES
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.cel_types import CEL_LIBRARY, HAS_CEL, CELEvalError, CelError, Quantity, Semver, celpy, celtypes
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.cel_types import (
+    CEL_LIBRARY,
+    HAS_CEL,
+    CELEvalError,
+    CelError,
+    Quantity,
+    Semver,
+    celpy,
+    celtypes,
+)
 
 DEVICE_FIELDS = ('driver', 'attributes', 'capacity')
 MULTI_ALLOCATION_FIELD = 'allowMultipleAllocations'
 
 _BOOL_TYPES = ('bool', 'dyn')
-
-
 
 _ENV = None
 _PROGRAMS = {}

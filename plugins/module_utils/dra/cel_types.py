@@ -12,10 +12,11 @@ import traceback
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_quantity, parse_quantity
 
+# The home of celpy, celtypes and CELEvalError for cel.py and cel_functions.py (None without cel-python).
 try:
-    import celpy
-    from celpy import celtypes
-    from celpy.evaluation import CELEvalError
+    import celpy  # pylint: disable=unused-import
+    from celpy import celtypes  # pylint: disable=unused-import
+    from celpy.evaluation import CELEvalError  # pylint: disable=unused-import
     HAS_CEL = True
     CEL_IMPORT_ERROR = None
 except ImportError:  # pragma: no cover - exercised by modules through missing_required_lib

@@ -38,7 +38,7 @@ def lab_fixture():
 
 def analyze(lab, driver=GPU_DRIVER, **options):
     return dra_health.analyze(driver=driver, expected_nodes=NODES, stale_claim_age='100d', now=NOW,
-                             **dict(lab, **options))
+                              **dict(lab, **options))
 
 
 def row(report, name):
