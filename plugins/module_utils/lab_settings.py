@@ -59,8 +59,8 @@ DEFAULT_DEVICE_CLASSES = [
 class Setting:
     """One lab-wide setting.
 
-    kind: str, bool, int, list, network, duration, semver, url, host_port
-    (a str with a format) or menu (the DeviceClass menu).
+    kind: str, bool, int, list, dict, network, duration, semver, url,
+    host_port (a str with a format) or menu (the DeviceClass menu).
     bounds: (minimum, maximum) of an int.
     fallback: the Jinja expression role defaults give after default(...),
     only for derived defaults (default None); literal defaults are written
@@ -112,7 +112,7 @@ def markdown_literal(value):
 def spec_literal(value):
     if value == '':
         return 'empty'
-    if value == []:
+    if value in ([], {}):
         return 'none'
     if isinstance(value, bool):
         return 'V(%s)' % ('true' if value else 'false')
@@ -163,6 +163,9 @@ SETTINGS = (
     Setting('dralab_login_hosts', 'list', None, 'hosts where seats get Linux accounts',
             fallback="groups['login'] | default([])", doc_default="groups['login']",
             spec_default='the hosts of the inventory group C(login)'),
+    Setting('dralab_seat_login_hosts', 'dict', {},
+            'login host of particular seats (seat: host); the others rotate over the sorted login hosts by seat '
+            'number (docs/runbook.md: Login hosts)'),
     Setting('dralab_kubeconfig', 'str', None, 'admin kubeconfig on the controller',
             fallback="lookup('env', 'HOME') ~ '/%s'" % ADMIN_KUBECONFIG, doc_default='~/' + ADMIN_KUBECONFIG,
             spec_default='C(~/%s)' % ADMIN_KUBECONFIG),
@@ -226,6 +229,8 @@ def yaml_scalar(value):
         return json.dumps(value)
     if value == []:
         return '[]'
+    if value == {}:
+        return '{}'
     raise ValueError('no YAML form for %r' % (value,))
 
 

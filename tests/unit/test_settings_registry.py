@@ -33,7 +33,7 @@ SETTING_USE = re.compile(r'\b(dralab_[a-z0-9_]+)\s*\|\s*default\(')
 SETTING_NAME = re.compile(r'\b(dralab_[a-z0-9_]+)\b')
 BEGIN = '<!-- dralab-settings: generated from plugins/module_utils/lab_settings.py'
 END = '<!-- dralab-settings: end -->'
-ARGSPEC_TYPES = {'int': 'int', 'bool': 'bool', 'list': 'list', 'menu': 'list'}
+ARGSPEC_TYPES = {'int': 'int', 'bool': 'bool', 'list': 'list', 'dict': 'dict', 'menu': 'list'}
 
 
 def role_reads():
@@ -219,8 +219,8 @@ def test_no_other_defaults():
 def test_every_setting_has_a_description_and_a_kind():
     for setting in SETTINGS:
         assert setting.name.startswith('dralab_') and setting.description, setting
-        assert setting.kind in ('str', 'bool', 'int', 'list', 'network', 'duration', 'semver', 'url', 'host_port',
-                                'menu'), setting
+        assert setting.kind in ('str', 'bool', 'int', 'list', 'dict', 'network', 'duration', 'semver', 'url',
+                                'host_port', 'menu'), setting
         if setting.kind == 'int':
             assert setting.bounds and setting.bounds[0] <= setting.default <= setting.bounds[1], setting
 

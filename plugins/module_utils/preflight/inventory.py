@@ -5,7 +5,7 @@
 
 The playbooks reach hosts through four groups only (LAB_GROUPS): control_plane
 (kubeadm init on the first host, no HA), workers (kubeadm join), login (seat
-accounts) and mirror (playbooks/mirror.yml). A node's ansible_host, when it is
+accounts, each seat on one of them: seat/login_hosts.py) and mirror (playbooks/mirror.yml). A node's ansible_host, when it is
 an IP address, becomes kube-apiserver's advertise address or kubelet's node IP
 and its line in every node's /etc/hosts: config['node_addresses'] holds it for
 the hosts of control_plane, workers and login.
@@ -17,6 +17,7 @@ import difflib
 
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import given
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.settings import NODE_POD_PREFIX
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.login_hosts import override_problems
 from ansible_collections.dralab.workshop.plugins.module_utils.values import ip_address, show
 
 LAB_GROUPS = ('control_plane', 'workers', 'login', 'mirror')
@@ -110,13 +111,17 @@ def check_groups(config, report):
             report.warn("groups['%s']" % name, '%s; each still gets a line in the nodes\' /etc/hosts' % sentence)
 
 
+def login_hosts(config):
+    """dralab_login_hosts as given, else the login group."""
+    hosts = config.get('dralab_login_hosts')
+    return _group(config, 'login') if hosts is None else hosts
+
+
 def check_login_hosts(config, report):
     key = 'dralab_login_hosts'
-    hosts = config.get(key)
+    hosts = login_hosts(config)
     inventory = inventory_hosts(config)
     login_group = _group(config, 'login')
-    if hosts is None:
-        hosts = login_group
     if not isinstance(hosts, (list, tuple)):
         report.error(key, '%s is not a list of inventory host names' % show(hosts))
         return
@@ -128,6 +133,16 @@ def check_login_hosts(config, report):
                               'it would get no seat accounts; add %s to the login group' % (host, host))
     if not hosts:
         report.warn(key, 'no login hosts; seats get a kubeconfig but no Linux account')
+
+
+def check_seat_login_hosts(config, seats, report):
+    """dralab_seat_login_hosts: each override names a seat of the lab and one of its login hosts."""
+    key = 'dralab_seat_login_hosts'
+    hosts = login_hosts(config)
+    if seats is None or not isinstance(hosts, (list, tuple)):
+        return
+    for problem in override_problems(seats, list(hosts), given(config, key)):
+        report.error(key, problem)
 
 
 def check_node_addresses(config, subnets, report):

@@ -11,8 +11,9 @@ from render import evaluate, parse_unit, render_role_template, role_vars
 
 HOSTS = {"groups": {"control_plane": ["cp1"]}, "hostvars": {"cp1": {"ansible_host": "10.89.42.11"}}}
 SHEET = [
-    {"seat": "user01", "login_hosts": "10.89.42.11 10.89.42.14", "password": "Pw<b>&1", "namespace": "user01"},
-    {"seat": "user02", "login_hosts": "", "password": "pw2", "namespace": "user02"},
+    {"seat": "user01", "login_host": "cp1", "login_address": "10.89.42.11", "password": "Pw<b>&1", "namespace": "user01"},
+    {"seat": "user02", "login_host": "", "login_address": "", "password": "pw2", "namespace": "user02"},
+    {"seat": "user03", "login_host": "login1", "login_address": "10.89.42.14", "password": "pw3", "namespace": "user03"},
 ]
 
 
@@ -47,13 +48,16 @@ def test_seat_cards():
     text = render_role_template("lab_board", "seat-cards.html.j2", dict(
         HOSTS, lab_board_credentials={"list": SHEET}, lab_board_people={"user01": "Ada <Lovelace>"}))
     cards = re.findall(r'<div class="card" data-seat="(\w+)">', text)
-    assert cards == ["user01", "user02"]
+    assert cards == ["user01", "user02", "user03"]
     first = text.split('data-seat="user01"')[1].split('data-seat="user02"')[0]
     assert "Pw&lt;b&gt;&amp;1" in first and "<b>" not in text, "passwords are escaped, not HTML"
     assert "ssh user01@10.89.42.11" in first and "http://10.89.42.11:8088/" in first
     assert "Ada &lt;Lovelace&gt;" in first
-    second = text.split('data-seat="user02"')[1]
+    second = text.split('data-seat="user02"')[1].split('data-seat="user03"')[0]
     assert "ssh " not in second.split("</div>\n</div>")[0].replace("can-has-gpu", ""), "no login host, no ssh line"
+    # Each card names its own seat's login host.
+    third = text.split('data-seat="user03"')[1]
+    assert "ssh user03@10.89.42.14" in third and "10.89.42.11</code>" not in third.split("GPU board")[0]
     assert "@page" in text and "break-inside: avoid" in text
 
 

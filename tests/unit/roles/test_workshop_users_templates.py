@@ -15,7 +15,7 @@ from ansible.template import Templar
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
 
-from render import REPO, render_role_template, role_defaults
+from render import REPO, evaluate, render_role_template, role_defaults, template_value
 
 
 def resolved(role, **extra):
@@ -76,28 +76,94 @@ def test_bulk_object_list_for_the_default_72_seats_and_menu():
     assert len(binding['subjects']) == 72
 
 
-def test_credential_sheet_lists_every_seat():
-    text = render_role_template('workshop_users', 'credentials.csv.j2', {
-        'workshop_users_seat_names': ['user01', 'user02'],
-        'workshop_users_login_hosts': ['login1', 'login2'],
-        'hostvars': {'login1': {'ansible_host': '192.0.2.10'}, 'login2': {}},
-        'workshop_users_passwords': {'user01': 'Secret1', 'user02': 'Secret2'},
-        'workshop_users_artifacts_dir': '/home/i/.dralab',
-    })
+LOGIN_HOSTS = {
+    'workshop_users_login_hosts': ['login2', 'login1'],
+    'hostvars': {'login1': {'ansible_host': '192.0.2.10'}, 'login2': {}},
+}
+
+
+def with_role_vars(**variables):
+    """variables plus the role's vars/main.yml (the seats' hosts and the login addresses), as a task sees them."""
+    merged = dict(workshop_users_role_vars())
+    merged.update(variables)
+    return merged
+
+
+def test_credential_sheet_names_each_seats_own_login_host():
+    text = render_role_template('workshop_users', 'credentials.csv.j2', with_role_vars(
+        workshop_users_seat_names=['user01', 'user02', 'user03', 'user04', 'user05'],
+        workshop_users_seat_login_host_overrides={'user05': 'login2'},
+        workshop_users_passwords={'user01': 'Secret1', 'user02': 'Secret2'},
+        workshop_users_artifacts_dir='/home/i/.dralab', **LOGIN_HOSTS))
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert rows == [
-        {'seat': 'user01', 'login_hosts': '192.0.2.10 login2', 'password': 'Secret1', 'namespace': 'user01',
-         'kubeconfig': '/home/i/.dralab/seats/user01.kubeconfig'},
-        {'seat': 'user02', 'login_hosts': '192.0.2.10 login2', 'password': 'Secret2', 'namespace': 'user02',
-         'kubeconfig': '/home/i/.dralab/seats/user02.kubeconfig'},
-    ]
+    # The sorted hosts in turn, user05 by its override; an address is ansible_host, else the host's name.
+    assert [(row['seat'], row['login_host'], row['login_address']) for row in rows] == [
+        ('user01', 'login1', '192.0.2.10'), ('user02', 'login2', 'login2'), ('user03', 'login1', '192.0.2.10'),
+        ('user04', 'login2', 'login2'), ('user05', 'login2', 'login2')]
+    assert rows[0] == {'seat': 'user01', 'login_host': 'login1', 'login_address': '192.0.2.10', 'password': 'Secret1',
+                       'namespace': 'user01', 'kubeconfig': '/home/i/.dralab/seats/user01.kubeconfig'}
+    assert rows[2]['password'] == ''
 
 
 def test_credential_sheet_without_login_hosts_has_no_passwords():
-    text = render_role_template('workshop_users', 'credentials.csv.j2', {
-        'workshop_users_seat_names': ['user01'], 'workshop_users_login_hosts': [], 'hostvars': {},
-        'workshop_users_passwords': {}, 'workshop_users_artifacts_dir': '/a'})
-    assert text.splitlines() == ['seat,login_hosts,password,namespace,kubeconfig', 'user01,,,user01,/a/seats/user01.kubeconfig']
+    text = render_role_template('workshop_users', 'credentials.csv.j2', with_role_vars(
+        workshop_users_seat_names=['user01'], workshop_users_login_hosts=[], hostvars={},
+        workshop_users_passwords={}, workshop_users_artifacts_dir='/a'))
+    assert text.splitlines() == ['seat,login_host,login_address,password,namespace,kubeconfig',
+                                 'user01,,,,user01,/a/seats/user01.kubeconfig']
+
+
+def test_each_login_host_makes_the_accounts_of_its_own_seats_only():
+    seats = ['user%02d' % number for number in range(1, 8)]
+    by_host = {}
+    for host in ('login1', 'login2'):
+        by_host[host] = evaluate('workshop_users', 'workshop_users_host_seats', with_role_vars(
+            workshop_users_seat_names=seats, inventory_hostname=host, **LOGIN_HOSTS))
+    assert by_host == {'login1': ['user01', 'user03', 'user05', 'user07'], 'login2': ['user02', 'user04', 'user06']}
+    moved = evaluate('workshop_users', 'workshop_users_host_seats', with_role_vars(
+        workshop_users_seat_names=seats, inventory_hostname='login2',
+        workshop_users_seat_login_host_overrides={'user01': 'login2'}, **LOGIN_HOSTS))
+    assert moved == ['user01', 'user02', 'user04', 'user06']
+    # A host that is no login host has no seat.
+    assert evaluate('workshop_users', 'workshop_users_host_seats', with_role_vars(
+        workshop_users_seat_names=seats, inventory_hostname='cp1', **LOGIN_HOSTS)) == []
+
+
+def test_the_tasks_of_a_login_host_loop_over_its_own_seats():
+    """Accounts, homes, kubeconfigs, quotas, slices and subvolumes are made for the host's seats, and the seat that
+    sshd -T is asked about is one of them (a seat of another host has no account there)."""
+    tasks = REPO / 'roles' / 'workshop_users' / 'tasks'
+    for name in ('limits.yml', 'storage.yml'):
+        text = (tasks / name).read_text()
+        assert 'workshop_users_seat_names' not in text and 'workshop_users_host_seats' in text, name
+    linux = (tasks / 'linux.yml').read_text()
+    assert 'user={{ workshop_users_host_seats[0] }}' in linux
+    for line in linux.splitlines():
+        if line.strip().startswith('loop:') and 'seat' in line:
+            assert 'workshop_users_host_seats' in line, line
+
+
+def test_a_seat_moved_away_is_removed_only_where_the_role_made_it():
+    linux = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'linux.yml').read_text())
+    block = linux[0]['block']
+    find = next(task for task in block if task['name'].startswith('Find the seat accounts of this host'))
+    accounts = {'user01': ['x', '1001', '1001', 'dralab.workshop seat', '/home/seats/user01', '/bin/bash'],
+                'user02': ['x', '1002', '1002', 'dralab.workshop seat', '/home/seats/user02', '/bin/bash'],
+                'user03': ['x', '1003', '1003', 'Someone else', '/home/user03', '/bin/bash'],
+                'other': ['x', '1004', '1004', 'dralab.workshop seat', '/home/other', '/bin/bash']}
+    variables = with_role_vars(workshop_users_seat_names=['user01', 'user02', 'user03', 'user04'],
+                               inventory_hostname='login1', ansible_facts={'getent_passwd': accounts},
+                               **LOGIN_HOSTS)
+    variables.update(find['vars'])
+    found = template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
+                           variables)
+    # user02 belongs to login2 and was made by the role; user03 was not (another comment); "other" is no seat.
+    assert found == {'user02': '1002'}
+    include = next(task for task in block if task.get('ansible.builtin.include_tasks') == 'moved.yml')
+    assert include['when'] == 'workshop_users_moved_accounts | length > 0'
+    moved = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'moved.yml').read_text())
+    assert moved[0]['ansible.builtin.include_tasks'] == 'handover.yml'
+    assert moved[0]['vars']['workshop_users_handover_seats'] == "{{ workshop_users_moved_accounts.keys() | list }}"
 
 
 def workshop_users_role_vars():

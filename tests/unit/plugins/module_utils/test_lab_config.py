@@ -563,6 +563,23 @@ def test_no_login_hosts_warns():
         'dralab_login_hosts: no login hosts; seats get a kubeconfig but no Linux account']
 
 
+def test_seat_login_host_overrides():
+    groups = dict(GOOD['groups'], all=HOSTS + ['login2'], login=['login1', 'login2'])
+    assert errors_of(groups=groups, hosts=groups['all'], login_hosts=['login1', 'login2'],
+                     seat_login_hosts={'user05': 'login2', 'user06': 'login1'}) == []
+    assert errors_of(seat_login_hosts={}) == []
+    assert errors_of(seat_login_hosts={'user99': 'login1', 'user01': 'cp1'}) == [
+        "dralab_seat_login_hosts: 'cp1' of seat user01 is not a login host (login hosts: login1)",
+        "dralab_seat_login_hosts: 'user99' is not a seat of this lab (seats: user01, user02, user03, ..., user71, "
+        "user72)"]
+    assert errors_of(seat_login_hosts=['user01']) == [
+        'dralab_seat_login_hosts: ["user01"] is not a mapping of seat names to login hosts']
+    # The login group stands for dralab_login_hosts when that is not set; explicit seat names are the seats.
+    assert errors_of(login_hosts=..., seats=..., seat_names=['ana', 'bo'], seat_login_hosts={'bo': 'login1'}) == []
+    assert errors_of(login_hosts=[], seat_login_hosts={'user01': 'login1'}) == [
+        "dralab_seat_login_hosts: 'login1' of seat user01 is not a login host (login hosts: none)"]
+
+
 # ---------------------------------------------------------------- event duration
 
 @pytest.mark.parametrize('value', ['8h', '90m', '2d', '1h30m', '3600s', 3600, '600', '1w'])
