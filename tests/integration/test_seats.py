@@ -116,6 +116,8 @@ def test_seat_kubeconfigs_are_private_files(control_plane, seats):
     rows = list(csv.DictReader(sheet.read_text().splitlines()))
     assert [r["seat"] for r in rows] == SEATS_ALL
     assert all(r["kubeconfig"] == str(seats.seat_kubeconfig(r["seat"])) for r in rows)
+    # No login hosts in this lab: no seat has one.
+    assert all(r["login_host"] == "" and r["login_address"] == "" for r in rows)
 
 
 def test_seat_can_use_a_gpu_in_its_namespace(control_plane, seat_api):

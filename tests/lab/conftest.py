@@ -42,7 +42,9 @@ HEALTH_PLAYBOOK = REPO / "tests" / "integration" / "playbooks" / "dra_health_jso
 # Logs of playbooks run at -vvv, for the secrets audit (test_seat_host.py).
 VERBOSE_LOGS = ARTIFACTS / "logs"
 # The lab's login hosts (inventories/local): cp1 is also the control plane,
-# login1 is a login host only. Attacks run on both.
+# login1 is a login host only. Each seat has its account on one of them (the
+# credential sheet's login_host: user01 and user03 on cp1, user02 and user04 on
+# login1); attacks run on both, each with a seat of that host.
 LOGIN_HOSTS = ["cp1", "login1"]
 LOGIN_HOST = LOGIN_HOSTS[0]
 # workshop_users_home_base: the seats' own file system on each login host.
@@ -91,11 +93,21 @@ class Session:
         self.client.close()
 
 
-def login(seat: str, password: str | None = None, host: str = LOGIN_HOST, patience: float = 15) -> Session:
-    """Log in as a seat on a login host with its password (from the credential sheet by default)."""
+def seat_host(seat: str) -> str:
+    """The seat's own login host (inventory name), as the credential sheet says."""
+    return credentials()[seat]["login_host"]
+
+
+def seats_on(host: str) -> list[str]:
+    """The seats whose login host is host, in seat order."""
+    return [seat for seat, row in credentials().items() if row["login_host"] == host]
+
+
+def login(seat: str, password: str | None = None, host: str | None = None, patience: float = 15) -> Session:
+    """Log in as a seat with its password (from the credential sheet by default) on its own login host (by default)."""
     if password is None:
         password = credentials()[seat]["password"]
-    return Session(topology.BY_NAME[host].ip, seat, password, patience=patience)
+    return Session(topology.BY_NAME[host or seat_host(seat)].ip, seat, password, patience=patience)
 
 
 def node_host(name: str):

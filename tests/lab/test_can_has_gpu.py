@@ -14,19 +14,21 @@ from conftest import node_host, unit_installed
 from podman_lab import topology
 from test_seats import Session, credentials
 
-SEAT, OTHER = "user01", "user02"
+# SEAT's login host is login1 (a login host that is no cluster node), OTHER's is cp1.
+SEAT, OTHER = "user02", "user01"
 
 
-def login(seat: str, which: int) -> Session:
+def login(seat: str) -> Session:
+    """The seat on its own login host, at the address of its card."""
     row = credentials()[seat]
-    return Session(row["login_hosts"].split()[which], seat, row["password"])
+    return Session(row["login_address"], seat, row["password"])
 
 
 @pytest.fixture(scope="module")
 def seats():
-    # SEAT on login1 (a login host that is no cluster node), OTHER on cp1.
-    first, second = login(SEAT, -1), login(OTHER, 0)
+    first, second = login(SEAT), login(OTHER)
     assert first.client.get_transport().getpeername()[0] == topology.BY_NAME["login1"].ip
+    assert second.client.get_transport().getpeername()[0] == topology.BY_NAME["cp1"].ip
     for session in (first, second):
         session.run("can-has-gpu release --all")
     yield first, second

@@ -1,5 +1,6 @@
 """The seed's rush on the lab: 72 seats, 24 GPUs. users.yml grows the lab to 72 seats; then every seat logs in
-over SSH with its password (paramiko, a bounded pool of threads, half of them on cp1 and half on login1) and
+over SSH with its password on its own login host (paramiko, a bounded pool of threads; the seats' hosts are half
+cp1 and half login1) and
 asks for a GPU the way the README tells participants (`can-has-gpu reserve`). Asserted: 72/72 logins, exactly
 24 GPUs reserved and none twice, the other 48 told why they have none (exit 3, one sentence), the lab healthy
 afterwards, and reset.yml frees every GPU. Printed (not asserted): the time to the first and to the 24th GPU,
@@ -65,9 +66,13 @@ def rush(seventy_two_seats):
     probe.start()
     start = time.monotonic()
 
+    # Each seat logs in on its own login host (the sheet's, as its card says): half on each.
+    per_host = [sum(1 for row in seventy_two_seats.values() if row["login_host"] == host) for host in LOGIN_HOSTS]
+    assert per_host == [SEATS // len(LOGIN_HOSTS)] * len(LOGIN_HOSTS), per_host
+
     def one_seat(index_seat):
-        index, seat = index_seat
-        host = LOGIN_HOSTS[index % len(LOGIN_HOSTS)]
+        dummy, seat = index_seat
+        host = seventy_two_seats[seat]["login_host"]
         began = time.monotonic()
         # A participant's ssh waits as long as it takes: 2 minutes each for the banner and the password.
         session = login(seat, seventy_two_seats[seat]["password"], host=host, patience=120)

@@ -1,7 +1,8 @@
 """Hostile seats on the login host: each test performs an attack as a seat over SSH with its password.
 
-A seat has a shell on each login host of the lab: cp1 (also the control
-plane) and login1 (a login host only). These tests do what a participant could do and check that it does not reach anything beyond the
+A seat has a shell on its own login host, one of the lab's two: cp1 (also the
+control plane) and login1 (a login host only); the attacks run on both, each
+with a seat of that host (the credential sheet's login_host). These tests do what a participant could do and check that it does not reach anything beyond the
 seat's own account: links in the home that root would follow, SSH keys and
 forwarding, other seats' files and the admin kubeconfig, a fork bomb and a
 memory hog, processes and jobs left for the next group, and secrets in the
@@ -32,14 +33,16 @@ from podman_lab import paths as lab_paths
 from podman_lab import topology
 
 from conftest import (ARTIFACTS, HOMES, INVENTORY, LOGIN_HOST, LOGIN_HOSTS, REPO, VERBOSE_LOGS, Session, ansible_env,
-                      credentials, login, node_host, run_playbook)
+                      credentials, login, node_host, run_playbook, seat_host, seats_on)
 from playbook import parse_recap
 
-# Roles in the attacks below.
+# Roles in the attacks below; each acts on its own login host (LINKER and LEAVER on cp1, CONFIG_LINKER and
+# BYSTANDER on login1). The attacks parametrized by host take the first (attacker) or the last (hog) seat of
+# that host.
 LINKER = "user01"  # ~/.kube -> /usr/local/bin
 CONFIG_LINKER = "user02"  # ~/.kube/config -> a root file; its home left readable to the group
 LEAVER = "user03"  # leaves processes, jobs and files for the next group
-BYSTANDER = "user04"  # not in the per-seat reset; also the fork bomb and the memory hog
+BYSTANDER = "user04"  # not in the per-seat reset
 
 CANARY = "/etc/dralab-canary"
 # Where cron keeps each user's crontab (root's `crontab -l -u` refuses a user of cron.deny).
@@ -100,13 +103,26 @@ def cp1(host: str = LOGIN_HOST):
     return node_host(host)
 
 
+def attacker(host: str) -> str:
+    """The first seat whose login host is host."""
+    return seats_on(host)[0]
+
+
+def hog(host: str) -> str:
+    """The last seat whose login host is host (the fork bomb, the memory hog, the disk fill, the jobs)."""
+    return seats_on(host)[-1]
+
+
 def root_state() -> dict:
-    """What root owns that the attacks aim at: owner, group, mode, content (not /etc/shadow's: rotation changes it)."""
-    host = cp1()
-    out = host.check_output(
-        f"stat -c '%n %u %g %a %F' {ROOT_DIR} {ROOT_DIR}/kubectl {ROOT_DIR}/kubeadm {CANARY} /etc/shadow "
-        f"/etc/kubernetes/admin.conf; sha256sum {CANARY} {ROOT_DIR}/kubectl; ls -A {ROOT_DIR}")
-    return {"state": out}
+    """What root owns that the attacks aim at, on each login host: owner, group, mode, content (not /etc/shadow's:
+    rotation changes it; kubeadm and admin.conf only where they are, on cp1)."""
+    state = {}
+    for name in LOGIN_HOSTS:
+        state[name] = cp1(name).check_output(
+            f"for f in {ROOT_DIR} {ROOT_DIR}/kubectl {ROOT_DIR}/kubeadm {CANARY} /etc/shadow "
+            f"/etc/kubernetes/admin.conf; do if test -e $f; then stat -c '%n %u %g %a %F' $f; fi; done; "
+            f"sha256sum {CANARY} {ROOT_DIR}/kubectl; ls -A {ROOT_DIR}")
+    return state
 
 
 def kubeconfig_of(seat: str) -> str:
@@ -114,8 +130,8 @@ def kubeconfig_of(seat: str) -> str:
 
 
 def home_entry(seat: str, path: str) -> str:
-    """`stat` of a path in a seat's home, as root (reading only, not following links)."""
-    return cp1().check_output(f"stat -c '%F %U %G %a' {HOMES}/{seat}/{path}")
+    """`stat` of a path in a seat's home on its login host, as root (reading only, not following links)."""
+    return cp1(seat_host(seat)).check_output(f"stat -c '%F %U %G %a' {HOMES}/{seat}/{path}")
 
 
 def plant_links(linker: Session, config_linker: Session) -> None:
@@ -130,7 +146,7 @@ def assert_links_replaced_not_followed(before: dict) -> None:
     for seat in (LINKER, CONFIG_LINKER):
         assert home_entry(seat, ".kube") == f"directory {seat} {seat} 700"
         assert home_entry(seat, ".kube/config") == f"regular file {seat} {seat} 600"
-        assert cp1().check_output(f"cat {HOMES}/{seat}/.kube/config") == kubeconfig_of(seat).strip()
+        assert cp1(seat_host(seat)).check_output(f"cat {HOMES}/{seat}/.kube/config") == kubeconfig_of(seat).strip()
 
 
 def run_logged(playbook: str, name: str, *args: str) -> subprocess.CompletedProcess:
@@ -159,19 +175,21 @@ def secrets_before() -> dict:
 
 @pytest.fixture(scope="module")
 def canary(secrets_before):
-    """A root-only file on the login host that a seat would love to own."""
-    host = cp1()
+    """A root-only file on each login host that a seat would love to own."""
     content = secrets.token_hex(16)
-    host.check_output(f"umask 077; printf %s {content} > {CANARY}; chown root:root {CANARY}; chmod 0600 {CANARY}")
+    for name in LOGIN_HOSTS:
+        cp1(name).check_output(f"umask 077; printf %s {content} > {CANARY}; chown root:root {CANARY}; "
+                               f"chmod 0600 {CANARY}")
     yield CANARY
-    host.run(f"rm -f {CANARY}")
+    for name in LOGIN_HOSTS:
+        cp1(name).run(f"rm -f {CANARY}")
 
 
 # --- sshd ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_seat_cannot_forward_ports(host):
-    seat = login(LINKER, host=host)
+    seat = login(attacker(host), host=host)
     try:
         transport = seat.client.get_transport()
         # ssh -L: a TCP connection from the login host to anywhere.
@@ -187,13 +205,14 @@ def test_seat_cannot_forward_ports(host):
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_seat_key_in_authorized_keys_does_not_log_in(host):
     key = paramiko.RSAKey.generate(2048)
-    seat = login(LINKER, host=host)
+    name = attacker(host)
+    seat = login(name, host=host)
     try:
         rc, _out, err = seat.run("umask 077; mkdir -p ~/.ssh && cat >> ~/.ssh/authorized_keys",
                                  stdin=f"{key.get_name()} {key.get_base64()} seat-key\n")
         assert rc == 0, err
         with pytest.raises(paramiko.AuthenticationException):
-            Session(topology.BY_NAME[host].ip, LINKER, pkey=key)
+            Session(topology.BY_NAME[host].ip, name, pkey=key)
     finally:
         seat.run("rm -rf ~/.ssh")
         seat.close()
@@ -201,7 +220,7 @@ def test_seat_key_in_authorized_keys_does_not_log_in(host):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_sshd_settings_for_seats(host):
-    effective = cp1(host).check_output(f"sshd -T -C user={LINKER},host=localhost,addr=127.0.0.1").splitlines()
+    effective = cp1(host).check_output(f"sshd -T -C user={attacker(host)},host=localhost,addr=127.0.0.1").splitlines()
     for line in ("authorizedkeysfile none", "disableforwarding yes", "allowtcpforwarding no", "permittunnel no",
                  "x11forwarding no", "allowagentforwarding no", "allowstreamlocalforwarding no"):
         assert line in effective, line
@@ -214,14 +233,16 @@ def test_sshd_settings_for_seats(host):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_seat_cannot_read_other_homes_or_the_admin_kubeconfig(host):
-    seat = login(LINKER, host=host)
+    name, neighbour = attacker(host), hog(host)
+    assert name != neighbour, f"{host} has one seat only"
+    seat = login(name, host=host)
     try:
-        rc, out, err = seat.run(f"id -gn; id -Gn; ls {HOMES}/{CONFIG_LINKER}")
+        rc, out, err = seat.run(f"id -gn; id -Gn; ls {HOMES}/{neighbour}")
         primary, groups = out.splitlines()[:2]
-        assert primary == LINKER, "seats share a primary group"
+        assert primary == name, "seats share a primary group"
         assert "workshop-seats" in groups.split()
-        assert rc != 0 and "Permission denied" in err, f"{LINKER} lists {CONFIG_LINKER}'s home: {out}"
-        rc, out, err = seat.run(f"cat {HOMES}/{CONFIG_LINKER}/.kube/config")
+        assert rc != 0 and "Permission denied" in err, f"{name} lists {neighbour}'s home: {out}"
+        rc, out, err = seat.run(f"cat {HOMES}/{neighbour}/.kube/config")
         assert rc != 0 and "apiVersion" not in out
         rc, out, err = seat.run("cat /etc/kubernetes/admin.conf")
         # On cp1 the file is root's; a login host that is no node has none.
@@ -235,7 +256,8 @@ def test_seat_cannot_read_other_homes_or_the_admin_kubeconfig(host):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_fork_bomb_is_contained_and_the_api_answers(core, host):
-    seat = login(BYSTANDER, host=host)
+    name = hog(host)
+    seat = login(name, host=host)
     try:
         forks = SEAT_TASKS_MAX + 150
         result = {}
@@ -256,13 +278,14 @@ def test_fork_bomb_is_contained_and_the_api_answers(core, host):
         started, refused = int(match[1]), int(match[2])
         assert started < SEAT_TASKS_MAX and refused > 0, f"{started} of {forks} forks ran (TasksMax {SEAT_TASKS_MAX})"
     finally:
-        seat.run(f"pkill -KILL -u {BYSTANDER} -f '^python3 -c' || true")
+        seat.run(f"pkill -KILL -u {name} -f '^python3 -c' || true")
         seat.close()
 
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_memory_hog_is_contained_and_the_api_answers(core, host):
-    seat = login(BYSTANDER, host=host)
+    name = hog(host)
+    seat = login(name, host=host)
     try:
         ceiling = SEAT_MEMORY_MIB + 512
         result = {}
@@ -297,8 +320,9 @@ def test_disk_fill_is_contained_by_the_seats_quota(host):
     assert kinds[HOMES] == "btrfs" and set(kinds.values()) <= {"btrfs", "tmpfs"}, kinds
     on_disk = [folder for folder in folders[1:] if kinds[folder] == "btrfs"]
     assert on_disk, f"no shared folder on the seats' file system: {kinds}"
-    seat = login(BYSTANDER, host=host)
-    targets = ["~/fill"] + [f"{folder}/fill-{BYSTANDER}" for folder in on_disk]
+    name = hog(host)
+    seat = login(name, host=host)
+    targets = ["~/fill"] + [f"{folder}/fill-{name}" for folder in on_disk]
     try:
         for target in targets:
             rc, out, err = seat.run(f"dd if=/dev/zero of={target} bs=1M count={SEAT_DISK_MIB + 64} 2>&1; sync; "
@@ -316,14 +340,15 @@ def test_disk_fill_is_contained_by_the_seats_quota(host):
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_seat_cannot_leave_cron_or_at_jobs(host):
     """cron and atd would run a seat's job outside its slice: both refuse the seat."""
-    seat = login(BYSTANDER, host=host)
+    name = hog(host)
+    seat = login(name, host=host)
     try:
         rc, out, err = seat.run("echo '* * * * * true' | crontab -")
         assert rc != 0 and "not allowed" in out + err, f"crontab accepted a job: {out}{err}"
         rc, out, err = seat.run("echo true | at now + 1 hour")
         assert rc != 0 and "permission" in (out + err).lower(), f"at accepted a job: {out}{err}"
-        assert not cp1(host).file(f"{CRONTABS}/{BYSTANDER}").exists
-        assert not [line for line in cp1(host).check_output("atq").splitlines() if line.split()[-1] == BYSTANDER]
+        assert not cp1(host).file(f"{CRONTABS}/{name}").exists
+        assert not [line for line in cp1(host).check_output("atq").splitlines() if line.split()[-1] == name]
     finally:
         seat.close()
 
@@ -338,7 +363,8 @@ def test_links_in_homes_are_not_followed_by_users_yml(canary):
         linker.close()
         config_linker.close()
     # As Ubuntu makes homes (HOME_MODE 0750) with the old shared primary group.
-    cp1().check_output(f"chgrp workshop-seats {HOMES}/{CONFIG_LINKER} && chmod 0750 {HOMES}/{CONFIG_LINKER}")
+    cp1(seat_host(CONFIG_LINKER)).check_output(
+        f"chgrp workshop-seats {HOMES}/{CONFIG_LINKER} && chmod 0750 {HOMES}/{CONFIG_LINKER}")
     before = root_state()
     proc = run_logged("users.yml", "users-vvv")
     assert proc.returncode == 0, recap_tail(proc)
@@ -363,8 +389,8 @@ def handover(canary, tmp_path_factory):
     """LEAVER and BYSTANDER leave a group's worth of traces, then a per-seat reset hands LEAVER (and LINKER) over."""
     old = {seat: {"password": credentials()[seat]["password"], "kubeconfig": kubeconfig_of(seat)}
            for seat in (LINKER, LEAVER, BYSTANDER)}
-    host = cp1()
     for seat in (LEAVER, BYSTANDER):
+        host = cp1(seat_host(seat))
         session = login(seat)
         try:
             rc, _out, err = session.run(
@@ -387,6 +413,7 @@ def handover(canary, tmp_path_factory):
         linker.close()
         config_linker.close()
     # A lingering user manager keeps running after logout (loginctl enable-linger).
+    host = cp1(seat_host(LEAVER))
     host.check_output(f"loginctl enable-linger {LEAVER}")
     assert host.run(f"pgrep -u {LEAVER} -f 'sleep {SLEEP_MARK}'").rc == 0
     assert host.file(f"{CRONTABS}/{LEAVER}").exists
@@ -406,7 +433,7 @@ def test_links_in_homes_are_not_followed_by_reset_yml(handover):
 
 
 def test_handover_ends_processes_and_jobs(handover):
-    host = cp1()
+    host = cp1(seat_host(LEAVER))
     assert host.run(f"pgrep -a -u {LEAVER}").stdout == "", "a process of the old group still runs"
     assert not host.file(f"{CRONTABS}/{LEAVER}").exists, "the old group's crontab survived"
     assert not [line for line in host.check_output("atq").splitlines() if line.split()[-1] == LEAVER]
@@ -415,13 +442,13 @@ def test_handover_ends_processes_and_jobs(handover):
 
 
 def test_handover_gives_a_fresh_home_and_new_credentials(handover):
-    host = cp1()
+    host = cp1(seat_host(LEAVER))
     assert not host.file(f"{HOMES}/{LEAVER}/leftover").exists
     assert home_entry(LEAVER, ".") == f"directory {LEAVER} {LEAVER} 700"
     assert host.check_output(f"cat {HOMES}/{LEAVER}/.kube/config") == kubeconfig_of(LEAVER).strip()
     old = handover["old"][LEAVER]
     with pytest.raises(paramiko.AuthenticationException):
-        Session(topology.BY_NAME[LOGIN_HOST].ip, LEAVER, old["password"])
+        Session(topology.BY_NAME[seat_host(LEAVER)].ip, LEAVER, old["password"])
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
@@ -440,7 +467,7 @@ def test_handover_gives_a_fresh_home_and_new_credentials(handover):
 
 
 def test_per_seat_handover_leaves_the_other_seats_alone(handover):
-    host = cp1()
+    host = cp1(seat_host(BYSTANDER))
     assert host.run(f"pgrep -u {BYSTANDER} -f 'sleep {SLEEP_MARK}'").rc == 0
     assert host.file(f"{CRONTABS}/{BYSTANDER}").exists
     assert host.file(f"{HOMES}/{BYSTANDER}/leftover").exists

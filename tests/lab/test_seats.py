@@ -8,7 +8,7 @@ import time
 import paramiko
 import pytest
 
-from conftest import CLUSTER_NODES, SEATS, Session, credentials
+from conftest import CLUSTER_NODES, LOGIN_HOSTS, SEATS, Session, credentials, seats_on
 from podman_lab import topology
 
 SEAT = "user01"
@@ -51,7 +51,8 @@ def seat():
     assert len(creds) == SEATS
     row = creds[SEAT]
     assert row["password"], "no password on the credential sheet"
-    host = row["login_hosts"].split()[0]
+    assert row["login_host"] == "cp1", row["login_host"]
+    host = row["login_address"]
     assert host == topology.BY_NAME["cp1"].ip
     session = Session(host, SEAT, row["password"])
     yield session
@@ -83,16 +84,33 @@ def test_seat_sees_the_resourceslices(seat):
     assert len([line for line in lines[1:] if line.startswith("resourceslice")]) == len(CLUSTER_NODES), out
 
 
-def test_seat_works_on_a_login_host_that_is_no_node():
-    """login1 runs no Kubernetes: the seat has its account, kubectl and its own namespace there too."""
+def test_each_seat_has_one_login_host_and_its_address():
+    """The seats take turns over the sorted login hosts; the sheet (so the card) gives the address of the seat's own."""
+    creds = credentials()
+    assert {seat: row["login_host"] for seat, row in creds.items()} == {
+        "user01": "cp1", "user02": "login1", "user03": "cp1", "user04": "login1"}
+    for row in creds.values():
+        assert row["login_address"] == topology.BY_NAME[row["login_host"]].ip, row["seat"]
+    assert sorted(set(row["login_host"] for row in creds.values())) == LOGIN_HOSTS
+
+
+def test_a_seat_has_no_account_on_another_login_host():
+    """A seat's account exists on its own login host only: its password opens no other."""
     row = credentials()[SEAT]
-    hosts = row["login_hosts"].split()
-    assert hosts == [topology.BY_NAME["cp1"].ip, topology.BY_NAME["login1"].ip], hosts
-    session = Session(hosts[1], SEAT, row["password"])
+    with pytest.raises(paramiko.AuthenticationException):
+        Session(topology.BY_NAME["login1"].ip, SEAT, row["password"])
+
+
+def test_seat_works_on_a_login_host_that_is_no_node():
+    """login1 runs no Kubernetes: its seats have their account, kubectl and their own namespace there."""
+    seat = seats_on("login1")[0]
+    row = credentials()[seat]
+    assert row["login_address"] == topology.BY_NAME["login1"].ip
+    session = Session(row["login_address"], seat, row["password"])
     try:
         rc, out, err = session.run("hostname; systemctl is-active kubelet containerd; "
                                    "kubectl get resourceslices -o name; kubectl auth can-i list pods; "
-                                   "kubectl auth can-i list pods -n user02")
+                                   f"kubectl auth can-i list pods -n {SEAT}")
         lines = out.split()
         assert lines[0] == "login1", out
         assert lines[1:3] != ["active", "active"], f"login1 runs Kubernetes services: {out}"

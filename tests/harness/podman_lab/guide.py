@@ -23,7 +23,7 @@ def seats_help() -> None:
     if not rows:
         raise LabError(f"{sheet} lists no seats (dralab_seats is 0?)")
     first = rows[0]
-    host = first["login_hosts"].split()[0]
+    host = first["login_address"]
     print(f"{len(rows)} seat(s); every password is on the credential sheet {sheet} (mode 0600).")
     print(f"Log in as a participant, e.g. {first['seat']} (password {first['password']}):")
     print(f"  ssh {first['seat']}@{host}")

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import validate
 
-# The sample workshop's layout (inventories/workshop/hosts.yml): cp1 is also the login host.
+# Three nodes, cp1 also the login host (a layout the podman lab keeps: inventories/local).
 GOOD = {
     'groups': {'all': ['cp1', 'worker1', 'worker2'], 'ungrouped': [], 'control_plane': ['cp1'],
                'workers': ['worker1', 'worker2'], 'login': ['cp1']},
@@ -44,6 +44,17 @@ def only_error(config, field):
 
 def test_the_sample_layout_passes():
     assert validate(lab()) == ([], [])
+
+
+def test_the_workshop_samples_login_hosts_pass():
+    # inventories/workshop/hosts.yml: two login hosts of their own, none on the control plane node; a seat moved.
+    config = lab(groups={'control_plane': ['cp1'], 'workers': ['worker1', 'worker2'], 'login': ['login1', 'login2']},
+                 addresses={'cp1': '192.0.2.10', 'worker1': '192.0.2.11', 'worker2': '192.0.2.12',
+                            'login1': '192.0.2.21', 'login2': '192.0.2.22'},
+                 seat_login_hosts={'user05': 'login1'})
+    assert validate(config) == ([], [])
+    error = only_error(dict(config, dralab_seat_login_hosts={'user05': 'cp1'}), 'dralab_seat_login_hosts')
+    assert error == "dralab_seat_login_hosts: 'cp1' of seat user05 is not a login host (login hosts: login1, login2)"
 
 
 # ---------------------------------------------------------------- groups
