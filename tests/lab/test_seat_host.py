@@ -37,7 +37,7 @@ from conftest import (ARTIFACTS, HOMES, INVENTORY, LOGIN_HOST, LOGIN_HOSTS, REPO
 from playbook import parse_recap
 
 # Roles in the attacks below; each acts on its own login host (LINKER and LEAVER on cp1, CONFIG_LINKER and
-# BYSTANDER on login1). The attacks parametrized by host take the first (attacker) or the last (hog) seat of
+# BYSTANDER on login1). The attacks parametrized by host take the first or the last seat of
 # that host.
 LINKER = "user01"  # ~/.kube -> /usr/local/bin
 CONFIG_LINKER = "user02"  # ~/.kube/config -> a root file; its home left readable to the group
@@ -103,12 +103,12 @@ def cp1(host: str = LOGIN_HOST):
     return node_host(host)
 
 
-def attacker(host: str) -> str:
+def first_seat_on(host: str) -> str:
     """The first seat whose login host is host."""
     return seats_on(host)[0]
 
 
-def hog(host: str) -> str:
+def last_seat_on(host: str) -> str:
     """The last seat whose login host is host (the fork bomb, the memory hog, the disk fill, the jobs)."""
     return seats_on(host)[-1]
 
@@ -189,7 +189,7 @@ def canary(secrets_before):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_seat_cannot_forward_ports(host):
-    seat = login(attacker(host), host=host)
+    seat = login(first_seat_on(host), host=host)
     try:
         transport = seat.client.get_transport()
         # ssh -L: a TCP connection from the login host to anywhere.
@@ -205,7 +205,7 @@ def test_seat_cannot_forward_ports(host):
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_seat_key_in_authorized_keys_does_not_log_in(host):
     key = paramiko.RSAKey.generate(2048)
-    name = attacker(host)
+    name = first_seat_on(host)
     seat = login(name, host=host)
     try:
         rc, _out, err = seat.run("umask 077; mkdir -p ~/.ssh && cat >> ~/.ssh/authorized_keys",
@@ -220,7 +220,7 @@ def test_seat_key_in_authorized_keys_does_not_log_in(host):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_sshd_settings_for_seats(host):
-    effective = cp1(host).check_output(f"sshd -T -C user={attacker(host)},host=localhost,addr=127.0.0.1").splitlines()
+    effective = cp1(host).check_output(f"sshd -T -C user={first_seat_on(host)},host=localhost,addr=127.0.0.1").splitlines()
     for line in ("authorizedkeysfile none", "disableforwarding yes", "allowtcpforwarding no", "permittunnel no",
                  "x11forwarding no", "allowagentforwarding no", "allowstreamlocalforwarding no"):
         assert line in effective, line
@@ -233,7 +233,7 @@ def test_sshd_settings_for_seats(host):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_seat_cannot_read_other_homes_or_the_admin_kubeconfig(host):
-    name, neighbour = attacker(host), hog(host)
+    name, neighbour = first_seat_on(host), last_seat_on(host)
     assert name != neighbour, f"{host} has one seat only"
     seat = login(name, host=host)
     try:
@@ -256,7 +256,7 @@ def test_seat_cannot_read_other_homes_or_the_admin_kubeconfig(host):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_fork_bomb_is_contained_and_the_api_answers(core, host):
-    name = hog(host)
+    name = last_seat_on(host)
     seat = login(name, host=host)
     try:
         forks = SEAT_TASKS_MAX + 150
@@ -284,7 +284,7 @@ def test_fork_bomb_is_contained_and_the_api_answers(core, host):
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_memory_hog_is_contained_and_the_api_answers(core, host):
-    name = hog(host)
+    name = last_seat_on(host)
     seat = login(name, host=host)
     try:
         ceiling = SEAT_MEMORY_MIB + 512
@@ -320,7 +320,7 @@ def test_disk_fill_is_contained_by_the_seats_quota(host):
     assert kinds[HOMES] == "btrfs" and set(kinds.values()) <= {"btrfs", "tmpfs"}, kinds
     on_disk = [folder for folder in folders[1:] if kinds[folder] == "btrfs"]
     assert on_disk, f"no shared folder on the seats' file system: {kinds}"
-    name = hog(host)
+    name = last_seat_on(host)
     seat = login(name, host=host)
     targets = ["~/fill"] + [f"{folder}/fill-{name}" for folder in on_disk]
     try:
@@ -340,7 +340,7 @@ def test_disk_fill_is_contained_by_the_seats_quota(host):
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
 def test_seat_cannot_leave_cron_or_at_jobs(host):
     """cron and atd would run a seat's job outside its slice: both refuse the seat."""
-    name = hog(host)
+    name = last_seat_on(host)
     seat = login(name, host=host)
     try:
         rc, out, err = seat.run("echo '* * * * * true' | crontab -")
