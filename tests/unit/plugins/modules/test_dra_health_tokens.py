@@ -47,7 +47,7 @@ def test_tokens_that_end_before_the_event_are_a_warning_in_the_report(tmp_path):
     problems = [p for p in result['problems'] if p['type'] == 'seat_token_expiring']
     # Without detail, the six warnings are one problem that counts them.
     assert len(problems) == 1 and problems[0]['count'] == 6 and problems[0]['objects'][0] == 'Seat user01'
-    assert problems[0]['reason'].startswith('the token of seat user01 expires at 2026-10-28T18:00:00Z, 1m before the '
+    assert problems[0]['reason'].startswith('the token of seat user01 expires at 2026-10-28T18:00:00Z, 60s before the '
                                             'event ends (dralab_event_end 2026-10-28T18:01:00Z)')
     assert result['report_lines'][-1].startswith('  WARNING 6 x seat_token_expiring: Seat user01')
 
