@@ -13,7 +13,7 @@ description:
   - Returns the value of kube-apiserver's C(--service-account-max-token-expiration) for a duration (usually the
     event's), that is its seconds with an C(s), at least V(3600s), the shortest the API server accepts.
   - Accepts the forms of P(dralab.workshop.duration_seconds#filter) and fails, naming the value, on anything else.
-  - With an event O(end), the duration is not used: the longest token covers the event window, from O(lead) before
+  - With an event O(end), the duration is not used; the longest token covers the event window, from O(lead) before
     O(start) to O(end) and 15 minutes more, so seat tokens issued the day before last until the end.
 options:
   _input:

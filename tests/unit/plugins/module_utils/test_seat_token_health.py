@@ -52,10 +52,9 @@ def test_a_seat_without_a_readable_token_is_a_warning():
 
 
 def test_the_seats_are_the_seat_namespaces():
-    namespaces = [{'metadata': {'name': 'user02', 'labels': {'dralab.workshop/seat': 'user02',
-                                                              'app.kubernetes.io/managed-by': 'dralab.workshop'}}},
-                  {'metadata': {'name': 'user01', 'labels': {'dralab.workshop/seat': 'user01',
-                                                              'app.kubernetes.io/managed-by': 'dralab.workshop'}}},
+    ours = {'app.kubernetes.io/managed-by': 'dralab.workshop'}
+    namespaces = [{'metadata': {'name': 'user02', 'labels': dict(ours, **{'dralab.workshop/seat': 'user02'})}},
+                  {'metadata': {'name': 'user01', 'labels': dict(ours, **{'dralab.workshop/seat': 'user01'})}},
                   {'metadata': {'name': 'fake', 'labels': {'dralab.workshop/seat': 'fake'}}},
                   {'metadata': {'name': 'kube-system'}}]
     assert token_health.seats_of(namespaces) == ['user01', 'user02']

@@ -116,7 +116,6 @@ def test_seat_cleanup_module_diff_and_check_mode():
     assert code == 0 and result['changed'] is False
 
 
-
 def test_seat_tokens_module_warns_when_the_api_server_cuts_tokens_short_of_the_event(tmp_path):
     # NOW is 2027-01-15T08:00:00Z; the event ends the next day at 17:00 in Berlin.
     args = {'kubeconfig': admin_kubeconfig(tmp_path), 'seats': ['user01', 'user02'],
