@@ -13,16 +13,32 @@ description:
   - Returns the value of kube-apiserver's C(--service-account-max-token-expiration) for a duration (usually the
     event's), that is its seconds with an C(s), at least V(3600s), the shortest the API server accepts.
   - Accepts the forms of P(dralab.workshop.duration_seconds#filter) and fails, naming the value, on anything else.
+  - With an event O(end), the duration is not used; the longest token covers the event window, from O(lead) before
+    O(start) to O(end) and 15 minutes more, so seat tokens issued the day before last until the end.
 options:
   _input:
     description: The duration, usually the lab-wide C(dralab_event_duration).
     type: raw
     required: true
+  start:
+    description: When the event starts (C(dralab_event_start)), RFC 3339 with a UTC offset; needed with O(end).
+    type: str
+    default: ''
+  end:
+    description: When the event ends (C(dralab_event_end)); empty for no event window.
+    type: str
+    default: ''
+  lead:
+    description: How long before O(start) seat tokens may be issued (C(dralab_event_lead)), a duration.
+    type: raw
+    default: 0
 """
 
 EXAMPLES = r"""
 # '8h' | dralab.workshop.max_token_expiration   => '28800s'
 # '30m' | dralab.workshop.max_token_expiration  => '3600s'
+# '8h' | dralab.workshop.max_token_expiration('2026-10-28T09:00:00+02:00', '2026-10-28T17:00:00+02:00', '2d')
+#   => '202500s' (2d + 8h + 15m)
 """
 
 RETURN = r"""
@@ -33,13 +49,14 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.event import token_lifetime_cap
 from ansible_collections.dralab.workshop.plugins.module_utils.values import max_token_expiration as _max
 
 
-def max_token_expiration(value):
-    """Return kube-apiserver's --service-account-max-token-expiration for value."""
+def max_token_expiration(value, start='', end='', lead=0):
+    """Return kube-apiserver's --service-account-max-token-expiration for value, or for the event window."""
     try:
-        return _max(value)
+        return _max(token_lifetime_cap(value, start, end, lead))
     except ValueError as exc:
         raise AnsibleFilterError('dralab.workshop.max_token_expiration: %s' % exc) from None
 

@@ -59,8 +59,9 @@ DEFAULT_DEVICE_CLASSES = [
 class Setting:
     """One lab-wide setting.
 
-    kind: str, bool, int, list, dict, network, duration, semver, url,
-    host_port (a str with a format) or menu (the DeviceClass menu).
+    kind: str, bool, int, list, dict, network, duration, semver, url, host_port
+    (a str with a format), time (RFC 3339 with a UTC offset, or empty) or
+    menu (the DeviceClass menu).
     bounds: (minimum, maximum) of an int.
     fallback: the Jinja expression role defaults give after default(...),
     only for derived defaults (default None); literal defaults are written
@@ -154,7 +155,18 @@ SETTINGS = (
             fallback='workshop_users_seats | dralab.workshop.seat_names(workshop_users_seat_prefix, '
                      'workshop_users_seat_width)',
             doc_default='(derived)', spec_default='the names made from the count, prefix and width', in_role=False),
-    Setting('dralab_event_duration', 'duration', '8h', 'lifetime of seat tokens (at least 10m)'),
+    Setting('dralab_event_duration', 'duration', '8h',
+            'lifetime of seat tokens from when users.yml runs, and the longest token the API server issues '
+            '(at least 10m); unused with dralab_event_end'),
+    Setting('dralab_event_start', 'time', '',
+            'when the workshop starts, RFC 3339 with a UTC offset (quoted: "2026-10-28T09:00:00+02:00"); '
+            'empty = no event window. Set with dralab_event_end'),
+    Setting('dralab_event_end', 'time', '',
+            'when the workshop ends (RFC 3339 with a UTC offset): seat tokens last until then + 15m whenever '
+            'users.yml runs; empty = dralab_event_duration'),
+    Setting('dralab_event_lead', 'duration', '2d',
+            'how long before dralab_event_start users.yml may issue the seat tokens (the day-before build): the '
+            'API server\'s longest token is this + the event + 15m'),
     Setting('dralab_lease_default', 'duration', '2h', 'GPU lease of `can-has-gpu reserve` without `--for`'),
     Setting('dralab_lease_max', 'duration', '8h', 'longest lease of any seat claim (dralab-lease-reaper releases it then)'),
     Setting('dralab_device_classes', 'menu', DEFAULT_DEVICE_CLASSES,

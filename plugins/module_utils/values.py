@@ -349,6 +349,32 @@ def parse_time(value):
     return parsed.astimezone(UTC)
 
 
+_EVENT_TIME = re.compile(r'^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}(?::\d{2})?)(?:\.\d+)?([Zz]|[+-]\d{2}:?\d{2})?$')
+
+
+def parse_event_time(value):
+    """An aware UTC datetime from an instructor's RFC 3339 time with its UTC offset (2026-10-28T09:00:00+02:00, or
+    Z); None when empty. Raises ValueError naming the value otherwise: a time without an offset would depend on the
+    controller's time zone."""
+    if value is None or value == '':
+        return None
+    if isinstance(value, datetime.datetime):
+        value = value.isoformat()
+    match = _EVENT_TIME.match(value.strip()) if isinstance(value, str) else None
+    if not match:
+        raise ValueError('%s is not an RFC 3339 time with a UTC offset, for example 2026-10-28T09:00:00+02:00'
+                         % show(value))
+    day, clock, offset = match.groups()
+    if offset is None:
+        raise ValueError('%s has no UTC offset (add it, for example %s+02:00, or Z for UTC)' % (show(value), value.strip()))
+    clock = clock if clock.count(':') == 2 else clock + ':00'
+    offset = '+0000' if offset in ('Z', 'z') else offset.replace(':', '')
+    try:
+        return datetime.datetime.strptime('%sT%s%s' % (day, clock, offset), '%Y-%m-%dT%H:%M:%S%z').astimezone(UTC)
+    except ValueError:
+        raise ValueError('%s is not a valid time (no such date, hour or offset)' % show(value)) from None
+
+
 def format_time(moment):
     """RFC 3339 in UTC with seconds, as the API writes timestamps (None for None)."""
     if moment is None:

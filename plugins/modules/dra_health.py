@@ -21,7 +21,7 @@ description:
   - Each problem comes with a reason that says what is wrong and what to do. Problem types are
     C(node_missing_slice), C(device_count_short), C(node_not_ready), C(pool_inconsistent),
     C(claim_reserved_for_missing_pod), C(claim_allocated_unused), C(claim_pending),
-    C(device_double_allocated) and C(claim_device_unknown).
+    C(device_double_allocated), C(claim_device_unknown) and, with O(seat_kubeconfig_dir), C(seat_token_expiring).
   - The lab is unhealthy when at least one problem has severity C(error); warnings (pending claims,
     NotReady nodes, stale slices of an older generation) do not make it unhealthy.
   - A pending claim is also explained from the published devices (module_utils dra_explain), that is which
@@ -122,6 +122,14 @@ options:
       - Title of the snapshot's page.
     type: str
     default: DRA lab
+  seat_kubeconfig_dir:
+    description: Also warn (C(seat_token_expiring)) about every seat whose token in C(NAME.kubeconfig) here (its JWT
+      expiry, read without calling the API) ends before O(event_end), or without it within the next hour.
+    type: path
+  event_end:
+    description: When the event ends (C(dralab_event_end), RFC 3339 with a UTC offset); empty for none.
+    type: str
+    default: ''
 extends_documentation_fragment:
   - dralab.workshop.k8s_auth
   - dralab.workshop.attributes
@@ -396,7 +404,7 @@ problems:
   description:
     - Problems found, errors first.
     - Besides the keys below, each problem names what it concerns with some of C(namespace), C(name), C(node),
-      C(driver), C(pool), C(device), C(pods), C(claims), C(published), C(expected) and C(age_seconds).
+      C(driver), C(pool), C(device), C(pods), C(claims), C(published), C(expected), C(age_seconds), C(seat) and C(expires).
   returned: always
   type: list
   elements: dict
@@ -511,7 +519,9 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
-from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import token_health
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import tokens as seat_tokens
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration, parse_event_time
 
 
 def argspec():
@@ -530,6 +540,8 @@ def argspec():
         snapshot_dest=dict(type='path'),
         snapshot_lease_max=dict(type='raw', default=lab_settings.default('dralab_lease_max')),
         snapshot_title=dict(type='str', default='DRA lab'),
+        seat_kubeconfig_dir=dict(type='path'),
+        event_end=dict(type='str', default=lab_settings.default('dralab_event_end')),
     )
     return spec
 
@@ -539,9 +551,10 @@ def run(module, client, now=None):
     params = module.params
     if not cel_types.HAS_CEL:
         module.fail_json(msg=missing_required_lib(cel_types.CEL_LIBRARY), exception=cel_types.CEL_IMPORT_ERROR)
-    for option in ('stale_claim_age',) + (('snapshot_lease_max',) if params['snapshot_dest'] else ()):
+    for option, parse in (('stale_claim_age', parse_duration), ('event_end', parse_event_time)) + (
+            (('snapshot_lease_max', parse_duration),) if params['snapshot_dest'] else ()):
         try:
-            parse_duration(params[option])
+            parse(params[option])
         except ValueError as exc:
             module.fail_json(msg='Invalid %s: %s.' % (option, exc))
     if params['expected_devices_per_node'] < 0:
@@ -560,6 +573,9 @@ def run(module, client, now=None):
         node_selector=params['node_selector'], stale_claim_age=params['stale_claim_age'],
         plugin_labels=params['plugin_labels'] if params['check_plugins'] else None)
     report, result = lab['report'], dict(changed=False)
+    if params['seat_kubeconfig_dir']:
+        expiries = seat_tokens.stored_expiries(params['seat_kubeconfig_dir'], token_health.seats_of(data.get('namespaces')))
+        report = token_health.add_problems(report, token_health.token_problems(expiries, now, params['event_end']))
     if params['snapshot_dest']:
         try:
             snapshot = board_file.keep(lab['board'], params['snapshot_dest'], check_mode=module.check_mode)

@@ -17,7 +17,9 @@ description:
     O(allow_unsupported_kubernetes_version)), the feature gates exist in Kubernetes 1.35 and are not locked to another
     value, the integer settings are within their bounds, the seat names are unique valid Linux user names and
     DNS-1123 labels, the DeviceClass menu is well formed (names, CEL selectors, opaque config), the login hosts are
-    inventory hosts, the durations parse and are long enough, and the mirrors are well formed.
+    inventory hosts, the durations parse and are long enough, the event window (C(dralab_event_start),
+    C(dralab_event_end)) has UTC offsets, both ends, an end after the start and in the future and a plausible length,
+    and the mirrors are well formed.
   - The bounds and defaults of every setting are defined once, in plugins/module_utils/lab_settings.py, and listed in
     the settings table of the collection's README.md; this documentation does not repeat them.
   - Compiles every CEL selector of the DeviceClass menu in the DRA CEL environment (plugins/module_utils/dra/cel.py,

@@ -19,6 +19,9 @@ description:
   - Otherwise the module requests a new token (TokenRequest, C(POST .../serviceaccounts/NAME/token)) that lives
     O(expiration_seconds) and is bound to the Secret O(secret_name) of the seat's namespace, so deleting that Secret
     revokes it.
+  - With O(event_end), a stored token is reused exactly when it lasts until O(event_end), and a new one lasts until
+    O(event_end) plus 15 minutes, whenever the module runs (the day before the event included). When the API server
+    issues less (its C(--service-account-max-token-expiration)), the module warns and lists the seats in RV(short).
   - A kubeconfig file is written (mode C(0600), atomically) only when its content changes; the module reports a
     change only when it issued a token or wrote a file.
   - The API server URL and CA in the seat kubeconfigs come from the admin kubeconfig (O(kubeconfig), O(context)),
@@ -57,6 +60,12 @@ options:
       - Name of the Secret, in each seat namespace, that the tokens are bound to.
     type: str
     default: dralab-seat-token
+  event_end:
+    description:
+      - When the event ends (C(dralab_event_end)), RFC 3339 with a UTC offset, in the future; empty for none.
+      - Given, it replaces O(expiration_seconds) and O(renew_before) (see the description).
+    type: str
+    default: ''
   api_server:
     description:
       - API server URL written into the seat kubeconfigs, when the seats reach the API server at another address
@@ -154,6 +163,11 @@ written:
   returned: success
   type: list
   elements: str
+short:
+  description: Seats whose new token ends before O(event_end), because the API server issued less than asked.
+  returned: success
+  type: list
+  elements: str
 tokens:
   description: Seat name to token. Absent for seats whose token would be issued in check mode.
   returned: success
@@ -174,7 +188,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s import client 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import tokens as seat_tokens
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import TOKEN_SECRET_NAME
-from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration, parse_event_time
 
 
 def argspec():
@@ -187,8 +201,19 @@ def argspec():
         secret_name=dict(type='str', default=TOKEN_SECRET_NAME),
         api_server=dict(type='str', default=''),
         cluster_name=dict(type='str', default=seat_tokens.DEFAULT_CLUSTER_NAME),
+        event_end=dict(type='str', default=lab_settings.default('dralab_event_end')),
     )
     return spec
+
+
+def short_tokens_warning(result, event_end):
+    """What to do when the API server cut the new seat tokens short of the event's end."""
+    expires = sorted(seat['expires'] for seat in result['seats'] if seat['name'] in result['short'] and seat['expires'])
+    return ('The API server issued %d seat token(s) that expire at %s, before the event ends (%s): its longest token '
+            '(--service-account-max-token-expiration) is shorter than the time until then. It is set from '
+            'dralab_event_start, dralab_event_end and dralab_event_lead when the cluster is built: run '
+            'playbooks/users.yml again within dralab_event_lead of the start, or rebuild the cluster with the event '
+            'window set.' % (len(result['short']), expires[0] if expires else 'an unknown time', event_end))
 
 
 def run(module, client, now=None):
@@ -199,13 +224,15 @@ def run(module, client, now=None):
             client, params['seats'], params['kubeconfig_dir'], server, ca_data=ca_data, insecure=insecure,
             expiration_seconds=params['expiration_seconds'], renew_before=params['renew_before'],
             secret_name=params['secret_name'], cluster_name=params['cluster_name'],
-            check_mode=module.check_mode, now=now)
+            check_mode=module.check_mode, now=now, event_end=parse_event_time(params['event_end']))
     except (K8sError, ValueError) as exc:
         module.fail_json(msg='Cannot issue the seat tokens: %s' % exc)
     except (IOError, OSError) as exc:
         module.fail_json(msg='Cannot write the seat kubeconfigs in %s: %s' % (params['kubeconfig_dir'], exc))
     result['api_server'] = server
     result['ca_data'] = ca_data
+    if result['short']:
+        module.warn(short_tokens_warning(result, params['event_end']))
     if module._diff and result['changed']:
         before, after = [], []
         for seat in result['seats']:

@@ -110,6 +110,18 @@ class FakeTokenApi:
         return {'kind': 'TokenRequest', 'status': {'token': token, 'expirationTimestamp': 'x'}}
 
 
+class CappedTokenApi(FakeTokenApi):
+    """An API server whose longest token (--service-account-max-token-expiration) is max_seconds."""
+
+    def __init__(self, seats, max_seconds, issued_at=NOW):
+        super().__init__(seats, issued_at)
+        self.max_seconds = max_seconds
+
+    def request(self, method, path, body=None, query=None):
+        body['spec']['expirationSeconds'] = min(body['spec']['expirationSeconds'], self.max_seconds)
+        return super().request(method, path, body, query)
+
+
 def ns(name, labels):
     return {'metadata': {'name': name, 'labels': labels}}
 

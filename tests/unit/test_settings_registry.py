@@ -220,7 +220,7 @@ def test_every_setting_has_a_description_and_a_kind():
     for setting in SETTINGS:
         assert setting.name.startswith('dralab_') and setting.description, setting
         assert setting.kind in ('str', 'bool', 'int', 'list', 'dict', 'network', 'duration', 'semver', 'url',
-                                'host_port', 'menu'), setting
+                                'host_port', 'time', 'menu'), setting
         if setting.kind == 'int':
             assert setting.bounds and setting.bounds[0] <= setting.default <= setting.bounds[1], setting
 

@@ -9,6 +9,8 @@ the inventory's groups and node addresses are preflight/inventory.py's.
 
 from __future__ import annotations
 
+import datetime
+
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.menu import validate_menu
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import parse_feature_gates, unknown_gate_hint
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import (
@@ -21,14 +23,18 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.features impor
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.gates import FEATURE_GATES, FEATURE_GATES_VERSION
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import BY_NAME, DEFAULTS, ROLE_VERSIONS, SETTINGS
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import given
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.event import window_seconds
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.names import generate_seat_names
 from ansible_collections.dralab.workshop.plugins.module_utils.values import (
     SEMVER,
     as_bool,
     as_int,
+    format_age,
+    format_time,
     host_port_problem,
     network,
     parse_duration,
+    parse_event_time,
     seat_name_problem,
     semver_problem,
     show,
@@ -282,6 +288,65 @@ def check_event_duration(config, report):
         return
     if seconds < MIN_EVENT_DURATION:
         report.error(key, '%s is shorter than 10m, the shortest token lifetime Kubernetes issues' % show(value))
+
+
+# An event window longer than this is a typo (a wrong month or year): every seat could mint tokens that long.
+MAX_EVENT_SECONDS = 14 * 86400
+
+
+def _event_time(config, key, report):
+    try:
+        return parse_event_time(given(config, key))
+    except ValueError as exc:
+        report.error(key, str(exc))
+        return False
+
+
+def check_event_window(config, report, now):
+    """dralab_event_start and dralab_event_end: both or neither, end after start and after now, a sane length; a
+    warning when tokens issued now (more than dralab_event_lead before the start) would end before the event does.
+
+    now: aware datetime. Returns the window seconds (the API server's longest token), or None.
+    """
+    try:
+        lead = parse_duration(given(config, 'dralab_event_lead'))
+    except ValueError as exc:
+        report.error('dralab_event_lead', str(exc))
+        lead = None
+    start = _event_time(config, 'dralab_event_start', report)
+    end = _event_time(config, 'dralab_event_end', report)
+    if start is False or end is False or (start is None and end is None):
+        return None
+    if start is None or end is None:
+        missing, other = ('dralab_event_start', 'dralab_event_end') if start is None else (
+            'dralab_event_end', 'dralab_event_start')
+        report.error(missing, 'empty while %s is set: set both (when the workshop starts and ends), or neither '
+                              'to give seat tokens dralab_event_duration from when users.yml runs' % other)
+        return None
+    if end <= start:
+        report.error('dralab_event_end', '%s is not after dralab_event_start %s'
+                     % (show(given(config, 'dralab_event_end')), show(given(config, 'dralab_event_start'))))
+        return None
+    if end <= now:
+        report.error('dralab_event_end', '%s is in the past (now is %s): set the next event\'s start and end, or '
+                     'empty both' % (show(given(config, 'dralab_event_end')), format_time(now)))
+        return None
+    length = (end - start).total_seconds()
+    if length > MAX_EVENT_SECONDS:
+        report.error('dralab_event_end', 'the event would last %s, more than %s (a wrong date?): every seat could '
+                     'mint tokens that long' % (format_age(length), format_age(MAX_EVENT_SECONDS)))
+        return None
+    if lead is None:
+        return None
+    if (start - now).total_seconds() > lead:
+        cap = window_seconds(start, end, lead)
+        report.warn('dralab_event_lead', 'dralab_event_start is %s away, more than dralab_event_lead %s: the API '
+                    'server issues tokens of at most %s, so seat tokens issued now end at %s, before the event ends. '
+                    'Run playbooks/users.yml again after %s, or raise dralab_event_lead before the cluster is built'
+                    % (format_age((start - now).total_seconds()), show(given(config, 'dralab_event_lead')),
+                       format_age(cap), format_time(now + datetime.timedelta(seconds=cap)),
+                       format_time(start - datetime.timedelta(seconds=lead))))
+    return window_seconds(start, end, lead)
 
 
 def check_leases(config, report):

@@ -12,12 +12,14 @@ groups and the nodes' addresses).
 
 from __future__ import annotations
 
+import datetime
+
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import parse_feature_gates
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight import inventory, settings
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import Report, given
 
 
-def validate(config, compile_problem=None):
+def validate(config, compile_problem=None, now=None):
     """Check a lab configuration; return (errors, warnings), lists of strings naming their field.
 
     config holds the dralab_* variables under their own names (a missing key
@@ -28,6 +30,7 @@ def validate(config, compile_problem=None):
     addresses are only compared with each other);
     role_versions: the ROLE_VERSIONS variables the inventory sets, name -> value.
     compile_problem(expression) -> str or None checks a CEL selector of dralab_device_classes.
+    now: aware datetime the event window is checked against (default: the current time).
     """
     report = Report()
     inventory.check_control_plane(config, report)
@@ -48,6 +51,7 @@ def validate(config, compile_problem=None):
     inventory.check_login_hosts(config, report)
     inventory.check_seat_login_hosts(config, seats, report)
     settings.check_event_duration(config, report)
+    settings.check_event_window(config, report, now or datetime.datetime.now(datetime.timezone.utc))
     settings.check_leases(config, report)
     settings.check_mirrors(config, report)
     inventory.check_mirror_addresses(config, subnets, report)

@@ -9,14 +9,17 @@ seat's Secret (deleting the Secret, or recreating the ServiceAccount, revokes
 it). A token stored in the seat's kubeconfig is reused while it is
 still valid: its payload (decoded, not verified) names the same namespace,
 ServiceAccount (name and uid) and Secret (name and uid) as the cluster has
-now, and it expires later than now plus a renewal margin. Otherwise a new
-token is requested. Kubeconfig files are only rewritten when their content
-changes, so a second run reports no change.
+now, and it expires later than now plus a renewal margin, or with an event
+end (seat/event.py) no earlier than that end. Otherwise a new token is
+requested. Kubeconfig files are only rewritten when their content changes, so
+a second run reports no change. The expiry of a stored token is read from its
+kubeconfig file without calling the API (stored_expiries, for health.yml).
 """
 
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import re
@@ -30,11 +33,13 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import 
     named_entry,
     parallel_map,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import event as seat_event
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
     TOKEN_SECRET_NAME,
     account_name,
     credential_generation,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.values import UTC
 
 # TokenRequest refuses shorter lifetimes.
 MIN_EXPIRATION_SECONDS = 600
@@ -63,11 +68,12 @@ def decode_jwt_payload(token):
 
 
 def token_decision(token, now, namespace, service_account, service_account_uid, secret_name, secret_uid,
-                   renew_before):
+                   renew_before, cover_until=None):
     """Whether a stored token can be reused; returns (reuse, reason, expires_epoch or None).
 
-    The renewal margin is renew_before, but never more than half the token's own
-    lifetime, so short tokens are not renewed on every run.
+    With cover_until (epoch: the event's end), a token is reused exactly when it lasts until then. Without it, the
+    renewal margin is renew_before, but never more than half the token's own lifetime, so short tokens are not
+    renewed on every run.
     """
     if not token:
         return False, 'no stored token', None
@@ -93,6 +99,11 @@ def token_decision(token, now, namespace, service_account, service_account_uid, 
         return False, 'Secret %s was recreated, which revoked the stored token' % secret_name, None
     if isinstance(exp, bool) or not isinstance(exp, (int, float)):
         return False, 'the stored token has no expiry', None
+    if cover_until is not None:
+        if exp < cover_until:
+            return False, 'the stored token expires at %s, before the event ends at %s' % (
+                format_time(exp), format_time(cover_until)), exp
+        return True, 'the stored token is valid until %s, after the event ends' % format_time(exp), exp
     issued = claims.get('iat') if isinstance(claims.get('iat'), (int, float)) else claims.get('nbf')
     margin = renew_before
     if isinstance(issued, (int, float)) and not isinstance(issued, bool) and exp > issued:
@@ -215,18 +226,49 @@ def read_text(path):
         return None
 
 
+def stored_expiry(path):
+    """(expiry epoch, None) of the token in the kubeconfig file at path, or (None, why not) when there is none."""
+    text = read_text(path)
+    if text is None:
+        return None, 'no kubeconfig file %s' % path
+    try:
+        exp = decode_jwt_payload(kubeconfig_token(text) or '').get('exp')
+    except ValueError as exc:
+        return None, 'the token in %s is unreadable: %s' % (path, exc)
+    if isinstance(exp, bool) or not isinstance(exp, (int, float)):
+        return None, 'the token in %s has no expiry' % path
+    return exp, None
+
+
+def stored_expiries(kubeconfig_dir, seats):
+    """seat -> stored_expiry of its kubeconfig file NAME.kubeconfig in kubeconfig_dir (read, no API call)."""
+    return dict((seat, stored_expiry(os.path.join(kubeconfig_dir, '%s.kubeconfig' % seat))) for seat in seats)
+
+
 _SEAT_FILE = re.compile(r'^[a-z0-9-]+$')
 
 
 def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=False,
                   expiration_seconds=28800, renew_before=3600, secret_name=TOKEN_SECRET_NAME,
-                  cluster_name=DEFAULT_CLUSTER_NAME, check_mode=False, now=None):
+                  cluster_name=DEFAULT_CLUSTER_NAME, check_mode=False, now=None, event_end=None):
     """Reuse or issue a token per seat and keep its kubeconfig file current.
 
+    event_end (aware datetime, in the future): a token must last until then; a new one asks for the time until
+    seat_event.valid_until(event_end) instead of expiration_seconds. The API server may issue less (its longest
+    token): such seats are listed in short.
+
     Returns a dict: seats (per seat: name, namespace, kubeconfig, issued, written, reason, expires),
-    issued (seat names), written (seat names), tokens (seat -> token; absent for seats whose token
-    would be issued in check mode), changed.
+    issued (seat names), written (seat names), short (seat names whose new token ends before event_end),
+    tokens (seat -> token; absent for seats whose token would be issued in check mode), changed.
     """
+    now = time.time() if now is None else now
+    cover_until = None
+    if event_end is not None:
+        cover_until = event_end.timestamp()
+        if cover_until <= now:
+            raise ValueError('event_end %s is not in the future' % format_time(cover_until))
+        expiration_seconds = max(seat_event.token_seconds(event_end, datetime.datetime.fromtimestamp(now, UTC)),
+                                 MIN_EXPIRATION_SECONDS)
     if expiration_seconds < MIN_EXPIRATION_SECONDS:
         raise ValueError('expiration_seconds must be at least %d (10 minutes), got %d'
                          % (MIN_EXPIRATION_SECONDS, expiration_seconds))
@@ -235,7 +277,6 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
     for seat in seats:
         if not isinstance(seat, str) or not _SEAT_FILE.match(seat):
             raise ValueError('seat name %r is not a DNS-1123 label' % (seat,))
-    now = time.time() if now is None else now
     if not check_mode and not os.path.isdir(kubeconfig_dir):
         os.makedirs(kubeconfig_dir, 0o700)
 
@@ -260,7 +301,7 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
         secret_uid = (secret.get('metadata') or {}).get('uid')
         sa_uid = (sa.get('metadata') or {}).get('uid')
         reuse, reason, expires = token_decision(stored, now, namespace, account, sa_uid, secret_name, secret_uid,
-                                                renew_before)
+                                                renew_before, cover_until)
         token = stored if reuse else None
         if not reuse:
             entry['issued'] = True
@@ -275,6 +316,7 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
                     expires = decode_jwt_payload(token).get('exp')
                 except ValueError:
                     expires = None
+                entry['short'] = cover_until is not None and isinstance(expires, (int, float)) and expires < cover_until
         entry['reason'] = reason
         entry['expires'] = format_time(expires) if isinstance(expires, (int, float)) else None
         if token is not None:
@@ -287,7 +329,7 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
             entry['written'] = True
         return entry, token
 
-    result = {'seats': [], 'issued': [], 'written': [], 'tokens': {}, 'changed': False}
+    result = {'seats': [], 'issued': [], 'written': [], 'short': [], 'tokens': {}, 'changed': False}
     # The seats are independent: their reads and TokenRequests go out in parallel (results in seat order).
     for entry, token in parallel_map(one, seats):
         seat = entry['name']
@@ -297,5 +339,7 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
             if entry[key]:
                 result[key].append(seat)
                 result['changed'] = True
+        if entry.pop('short', False):
+            result['short'].append(seat)
         result['seats'].append(entry)
     return result

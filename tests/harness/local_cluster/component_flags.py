@@ -18,12 +18,14 @@ def apiserver_role_flags(variables=None) -> list[str]:
     variables = variables or role_vars.RoleVars()
     if str(REPO / "collections") not in sys.path:
         sys.path.insert(0, str(REPO / "collections"))  # collections/ansible_collections/dralab/workshop -> REPO
+    from ansible_collections.dralab.workshop.plugins.module_utils.seat.event import token_lifetime_cap
     from ansible_collections.dralab.workshop.plugins.module_utils.values import max_token_expiration
     extend = variables.get("control_plane", "control_plane_service_account_extend_token_expiration")
+    lifetime = token_lifetime_cap(*(variables.str("control_plane", "control_plane_" + name) for name in (
+        "service_account_max_token_expiration", "event_start", "event_end", "event_lead")))
     return [
         "--enable-admission-plugins=" + ",".join(variables.get("control_plane", "control_plane_apiserver_admission_plugins")),
-        "--service-account-max-token-expiration="
-        + max_token_expiration(variables.str("control_plane", "control_plane_service_account_max_token_expiration")),
+        "--service-account-max-token-expiration=" + max_token_expiration(lifetime),
         "--service-account-extend-token-expiration=" + str(extend in (True, "true", "True")).lower(),
     ]
 

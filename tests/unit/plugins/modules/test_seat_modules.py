@@ -10,7 +10,7 @@ import json
 import yaml
 
 from module_runner import run_module
-from seat_fakes import NOW, FakeTokenApi, lab, no_sleep
+from seat_fakes import NOW, CappedTokenApi, FakeTokenApi, lab, no_sleep
 
 
 SEATS = ['user%02d' % n for n in range(1, 73)]
@@ -114,3 +114,26 @@ def test_seat_cleanup_module_diff_and_check_mode():
     assert code == 0 and result['deleted_count'] == 7
     code, result = run_module('seat_cleanup', {'kinds': ['pods', 'resourceclaims']}, api, no_sleep)
     assert code == 0 and result['changed'] is False
+
+
+def test_seat_tokens_module_warns_when_the_api_server_cuts_tokens_short_of_the_event(tmp_path):
+    # NOW is 2027-01-15T08:00:00Z; the event ends the next day at 17:00 in Berlin.
+    args = {'kubeconfig': admin_kubeconfig(tmp_path), 'seats': ['user01', 'user02'],
+            'kubeconfig_dir': str(tmp_path / 'seats'), 'event_end': '2027-01-16T17:00:00+01:00'}
+    code, result = run_module('seat_tokens', args, CappedTokenApi(['user01', 'user02'], 8 * 3600), NOW)
+    assert code == 0 and result['short'] == ['user01', 'user02']
+    assert result['warnings'] == [
+        'The API server issued 2 seat token(s) that expire at 2027-01-15T16:00:00Z, before the event ends '
+        '(2027-01-16T17:00:00+01:00): its longest token (--service-account-max-token-expiration) is shorter than the '
+        'time until then. It is set from dralab_event_start, dralab_event_end and dralab_event_lead when the cluster '
+        'is built: run playbooks/users.yml again within dralab_event_lead of the start, or rebuild the cluster with '
+        'the event window set.']
+    code, result = run_module('seat_tokens', args, FakeTokenApi(['user01', 'user02']), NOW)
+    assert code == 0 and result['short'] == [] and result['warnings'] == []
+
+
+def test_seat_tokens_module_refuses_an_unreadable_event_end(tmp_path):
+    args = {'kubeconfig': admin_kubeconfig(tmp_path), 'seats': ['user01'], 'kubeconfig_dir': str(tmp_path / 'seats'),
+            'event_end': '2027-01-16T17:00:00'}
+    code, result = run_module('seat_tokens', args, FakeTokenApi(['user01']), NOW)
+    assert code == 1 and result['msg'].startswith("Cannot issue the seat tokens: '2027-01-16T17:00:00' has no UTC offset")
