@@ -10,17 +10,34 @@ import json
 import threading
 
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import list_pages
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, list_pages
 
 
 class Store:
-    """Keeps objects by path; answers lists (label selector key=value), server-side apply and merge patches."""
+    """Keeps objects by path; answers lists (label selector key=value), server-side apply and merge patches.
+
+    As kube-apiserver, it refuses a write (a dry run too) into a namespace it does not have.
+    """
 
     def __init__(self):
         self.objects = {}
         self.version = 0
         self.calls = []
         self.lock = threading.Lock()
+
+    # Picklable (module_runner.py passes the store to the module's process and back): the lock stays behind.
+    def __getstate__(self):
+        return dict((key, value) for key, value in self.__dict__.items() if key != 'lock')
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.lock = threading.Lock()
+
+    def add_namespace(self, name):
+        """A namespace someone else made (no label of ours), so objects may be written into it."""
+        self.objects['/api/v1/namespaces/%s' % name] = {'apiVersion': 'v1', 'kind': 'Namespace',
+                                                        'metadata': {'name': name, 'resourceVersion': '0'}}
+        return self
 
     def list_items(self, path, query=None, transform=None):
         return list_pages(self, path, query, transform)
@@ -39,6 +56,9 @@ class Store:
             assert method == 'PATCH' and content_type == k8s_apply.APPLY_CONTENT_TYPE
             assert query['fieldManager'] == 'dralab.workshop' and query['force'] == 'true'
             wanted = json.loads(body)
+            namespace = wanted['metadata'].get('namespace')
+            if namespace and '/api/v1/namespaces/%s' % namespace not in self.objects:
+                raise K8sError('namespaces "%s" not found' % namespace, status=404)
             old = self.objects.get(path)
             new = copy.deepcopy(wanted)
             new['metadata']['managedFields'] = [{'manager': 'dralab.workshop', 'operation': 'Apply',

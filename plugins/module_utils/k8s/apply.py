@@ -11,7 +11,10 @@ cluster-scoped objects (Namespaces), then ServiceAccounts (before the token
 Secrets that name them), then the other namespaced ones. An object
 counts as changed only when the API server's resourceVersion moved, so a
 comparison that cannot see the server's normal form (quantities) costs one
-request, never a false "changed". In check mode the writes are dry runs.
+request, never a false "changed". In check mode the writes are dry runs, except for
+the namespaced objects of a Namespace the same apply would create: the API server
+refuses a dry run into a namespace that does not exist ("namespaces \"user05\" not
+found"), so those are reported as created without a request.
 
 "Differs": a wanted field is missing or has another value (quantities
 compared by value), a list has another length, or the live object keeps a
@@ -196,6 +199,12 @@ class Applier:
         todo = [(obj, live.get(kind_of(obj), {}).get(_key(obj))) for obj in objects]
         stale = [(obj, current) for obj, current in todo if not up_to_date(current, obj, self.manager)]
         result = {'created': [], 'updated': [], 'unchanged': len(objects) - len(stale)}
+        if check_mode:
+            new_namespaces = set(_key(obj)[1] for obj, current in stale
+                                 if current is None and kind_of(obj) == ('v1', 'Namespace'))
+            inside_new = [obj for obj, current in stale if current is None and _key(obj)[0] in new_namespaces]
+            result['created'] += [describe(obj) for obj in inside_new]
+            stale = [(obj, current) for obj, current in stale if current is not None or _key(obj)[0] not in new_namespaces]
 
         def send(item):
             obj, current = item

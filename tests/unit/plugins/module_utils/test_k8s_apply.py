@@ -86,6 +86,25 @@ def test_check_mode_writes_nothing_and_reports_what_would_change():
     assert 'ResourceQuota user01/dralab-seat-quota' in result['updated']
 
 
+def test_check_mode_reports_the_objects_of_a_new_namespace_without_a_dry_run():
+    """A late seat in --check: the API server refuses a dry run into a namespace it does not have yet
+    ('namespaces "user03" not found'), so its objects are reported as created without a request."""
+    store = Store()
+    apply(store, seat_objects())
+    before = copy.deepcopy(store.objects)
+    store.calls = []
+    result = apply(store, seat_objects(seats=('user01', 'user02', 'user03')), check_mode=True)
+    assert store.objects == before
+    new = sorted(name for name in result['created'] if 'user03' in name)
+    assert new == ['LimitRange user03/dralab-seat-limits', 'Namespace user03', 'ResourceQuota user03/dralab-seat-quota',
+                   'RoleBinding user03/dralab-seat-edit', 'Secret user03/dralab-seat-token', 'ServiceAccount user03/user03']
+    dry_runs = [path for _m, path in writes(store)]
+    assert not [path for path in dry_runs if '/namespaces/user03/' in path], dry_runs
+    assert '/api/v1/namespaces/user03' in dry_runs
+    # The other seats' objects are not created again; the reader's binding gains the new seat.
+    assert not [name for name in result['created'] if 'user01' in name or 'user02' in name]
+
+
 def phase_of_path(path):
     if '/admissionregistration' in path:
         return 0
@@ -111,7 +130,7 @@ def test_a_token_secret_is_written_only_after_its_service_account():
     account = {'apiVersion': 'v1', 'kind': 'ServiceAccount',
                'metadata': {'name': 'reaper', 'namespace': 'dralab-system', 'labels': labels}}
     for objects in ([secret, account], [account, secret]):
-        store = Store()
+        store = Store().add_namespace('dralab-system')
         apply(store, copy.deepcopy(objects))
         kinds = [path.split('/')[-2] for _m, path in writes(store)]
         assert kinds == ['serviceaccounts', 'secrets']

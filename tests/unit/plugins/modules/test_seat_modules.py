@@ -9,6 +9,7 @@ import json
 
 import yaml
 
+from apply_fakes import Store
 from module_runner import run_module
 from seat_fakes import NOW, CappedTokenApi, FakeTokenApi, lab, no_sleep
 
@@ -102,6 +103,44 @@ def test_seat_tokens_module_reports_api_errors(tmp_path):
     code, result = run_module('seat_tokens', args, api, NOW)
     assert code == 1
     assert result['msg'].startswith('Cannot issue the seat tokens: Secret user01/dralab-seat-token does not exist')
+
+
+def test_a_late_seat_in_check_mode_is_reported_and_nothing_is_made(tmp_path):
+    """users.yml -e dralab_seats=3 --check on a lab of two seats: seat_objects and seat_tokens say what they would
+    create for user03 (whose namespace does not exist yet) and write nothing; the real run then leaves the two
+    other seats' tokens and kubeconfig files as they were."""
+    store = Store()
+    objects_args = {'seats': ['user01', 'user02'], 'device_classes': ['gpu.example.com'], 'apply': True}
+    code, result = run_module('seat_objects', objects_args, store)
+    assert code == 0 and 'Namespace user02' in result['created']
+    before = json.dumps(store.objects, sort_keys=True)
+    code, result = run_module('seat_objects', dict(objects_args, seats=['user01', 'user02', 'user03']), store,
+                              check_mode=True)
+    assert code == 0, result
+    assert result['changed'] is True
+    assert {'Namespace user03', 'ServiceAccount user03/user03', 'Secret user03/dralab-seat-token'} <= set(result['created'])
+    assert not [name for name in result['created'] if 'user01' in name or 'user02' in name]
+    assert json.dumps(store.objects, sort_keys=True) == before
+
+    api = FakeTokenApi(['user01', 'user02'])
+    seats_dir = tmp_path / 'seats'
+    args = {'kubeconfig': admin_kubeconfig(tmp_path), 'seats': ['user01', 'user02'], 'kubeconfig_dir': str(seats_dir)}
+    code, result = run_module('seat_tokens', args, api, NOW)
+    files = dict((path.name, path.read_text()) for path in seats_dir.iterdir())
+    code, result = run_module('seat_tokens', dict(args, seats=['user01', 'user02', 'user03']), api, NOW + 60,
+                              check_mode=True)
+    assert code == 0, result
+    assert result['changed'] is True and result['issued'] == ['user03'] and result['written'] == ['user03']
+    assert 'does not exist yet' in result['seats'][2]['reason']
+    assert dict((path.name, path.read_text()) for path in seats_dir.iterdir()) == files
+    assert len([r for r in api.requests if r[0] == 'POST']) == 2
+
+    api = FakeTokenApi(['user01', 'user02', 'user03'])  # the real run: seat_objects made user03 (same uids for the others)
+    code, result = run_module('seat_tokens', dict(args, seats=['user01', 'user02', 'user03']), api, NOW + 60)
+    assert code == 0 and result['issued'] == ['user03']
+    after = dict((path.name, path.read_text()) for path in seats_dir.iterdir())
+    assert sorted(after) == ['user01.kubeconfig', 'user02.kubeconfig', 'user03.kubeconfig']
+    assert dict((name, text) for name, text in after.items() if name != 'user03.kubeconfig') == files
 
 
 def test_seat_cleanup_module_diff_and_check_mode():
