@@ -123,11 +123,17 @@ EXAMPLES = r"""
 
 RETURN = r"""
 namespaces:
-  description: The seat namespaces found.
+  description: The seat namespaces cleared (or that would be, in check mode); with O(namespaces), those of them found.
   returned: always
   type: list
   elements: str
   sample: [user01, user02]
+seat_namespaces:
+  description: Every seat namespace of the cluster, also those O(namespaces) leaves alone.
+  returned: always
+  type: list
+  elements: str
+  sample: [user01, user02, user03]
 deleted:
   description: Per kind, the C(namespace/name) of each object deleted (or that would be, in check mode).
   returned: always

@@ -291,6 +291,8 @@ class SeatCleaner:
                 names.sort()
         result = {
             'namespaces': namespaces,
+            # Every seat namespace, also those not cleared this time (only): where seat claims may live.
+            'seat_namespaces': sorted(generations),
             'deleted': deleted,
             'deleted_count': sum(len(names) for names in deleted.values()),
             'terminating': terminating,

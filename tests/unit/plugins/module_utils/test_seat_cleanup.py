@@ -203,6 +203,8 @@ def test_a_per_seat_reset_touches_only_that_seat():
     api = lab()
     result = sc.SeatCleaner(api).run(only=['user02'], wait=False)
     assert result['namespaces'] == ['user02']
+    # The reset's GPU check tells the other seats' claims from claims outside any seat namespace.
+    assert result['seat_namespaces'] == ['user01', 'user02', 'user03']
     assert result['deleted'] == {'pods': ['user02/solo'], 'resourceclaims': ['user02/gpu']}
     assert all('/namespaces/user02/' in call[0] for call in api.deletes())
 
@@ -223,7 +225,7 @@ def test_unknown_kind_is_refused():
 def test_no_seat_namespaces_means_nothing_to_do():
     api = FakeApi([ns('user01', {})], {'pods': [obj('user01', 'x')]})
     result = sc.SeatCleaner(api).run()
-    assert result == {'namespaces': [], 'deleted': {}, 'deleted_count': 0, 'terminating': {},
+    assert result == {'namespaces': [], 'seat_namespaces': [], 'deleted': {}, 'deleted_count': 0, 'terminating': {},
                       'credentials_deleted': [], 'finalizers_removed': [], 'changed': False, 'remaining': [],
                       'failed_seats': [], 'remaining_message': ''}
     assert OURS  # the fixture's labels are what makes a namespace a seat
