@@ -129,6 +129,37 @@ def test_each_login_host_makes_the_accounts_of_its_own_seats_only():
         workshop_users_seat_names=seats, inventory_hostname='cp1', **LOGIN_HOSTS)) == []
 
 
+def test_a_run_for_some_seats_converges_only_theirs_and_keeps_the_others_as_seats():
+    """lab_reset's one-seat reset (workshop_users_only_seats): login1 repairs user03 alone, and still counts
+    user01..user07 of its rotation as its seats (neither foreign nor moved away)."""
+    seats = ['user%02d' % number for number in range(1, 8)]
+    variables = with_role_vars(workshop_users_seat_names=seats, inventory_hostname='login1',
+                               workshop_users_only_seats=['user03', 'user04'], **LOGIN_HOSTS)
+    assert evaluate('workshop_users', 'workshop_users_host_seats', variables) == ['user03']
+    assert evaluate('workshop_users', 'workshop_users_host_all_seats', variables) == [
+        'user01', 'user03', 'user05', 'user07']
+    linux = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'linux.yml').read_text())
+    block = linux[0]['block']
+    accounts = dict(('user%02d' % n, ['x', str(1000 + n), str(1000 + n), 'dralab.workshop seat', '/h', '/bin/bash'])
+                    for n in (1, 3, 5, 7))
+    variables.update(ansible_facts={'getent_passwd': accounts})
+    find = next(task for task in block if task['name'].startswith('Find the seat accounts of this host'))
+    variables.update(find['vars'])
+    assert template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
+                          variables) == {}
+
+
+def test_lab_reset_repairs_its_seats_on_both_sides_with_or_without_rotation():
+    """The one-seat reset is the documented repair of a broken seat: the whole workshop_users role (namespace,
+    token, account, ~/.kube/config), for the reset seats only, whether credentials rotate or not."""
+    tasks = yaml.safe_load((REPO / 'roles' / 'lab_reset' / 'tasks' / 'main.yml').read_text())
+    [include] = [task for task in tasks if task.get('ansible.builtin.include_role', {}).get('name') ==
+                 'dralab.workshop.workshop_users' and 'tasks_from' not in task['ansible.builtin.include_role']]
+    assert 'when' not in include
+    assert include['vars']['workshop_users_only_seats'] == '{{ lab_reset_seats }}'
+    assert include['vars']['workshop_users_login_hosts'] == '{{ lab_reset_login_hosts }}'
+
+
 def test_the_tasks_of_a_login_host_loop_over_its_own_seats():
     """Accounts, homes, kubeconfigs, quotas, slices and subvolumes are made for the host's seats, and the seat that
     sshd -T is asked about is one of them (a seat of another host has no account there)."""
