@@ -477,6 +477,52 @@ def test_per_seat_handover_leaves_the_other_seats_alone(handover):
              f"for job in $(atq | awk '$NF == \"{BYSTANDER}\" {{print $1}}'); do atrm $job; done")
 
 
+def test_the_cards_hold_the_new_passwords_after_the_reset(handover):
+    """reset.yml rewrites the seat cards itself (no board.yml needed): the rotated seat's new password, not its old."""
+    cards = (ARTIFACTS / "seat-cards.html").read_text()
+    assert (ARTIFACTS / "seat-cards.html").stat().st_mode & 0o777 == 0o600
+    assert credentials()[LEAVER]["password"] in cards
+    assert handover["old"][LEAVER]["password"] not in cards
+
+
+def test_a_one_seat_reset_repairs_a_seat_that_deleted_its_kubeconfig(handover):
+    """The runbook's repair of a broken seat: the one-seat reset without rotation puts ~/.kube/config back on the
+    seat's login host, keeps its password and its files, and touches no other seat's home."""
+    seat, other = BYSTANDER, CONFIG_LINKER
+    password = credentials()[seat]["password"]
+    session = login(seat)
+    try:
+        rc, _out, err = session.run("rm -rf ~/.kube && echo mine > ~/notes && ! kubectl get pods 2>/dev/null")
+        assert rc == 0, err
+    finally:
+        session.close()
+    neighbour = login(other)  # another seat's own edit of its kubeconfig stays
+    try:
+        rc, _out, err = neighbour.run("echo '# mine' >> ~/.kube/config")
+        assert rc == 0, err
+    finally:
+        neighbour.close()
+    proc = run_playbook(REPO / "playbooks" / "reset.yml", "-e", json.dumps(
+        {"lab_reset_seats": [seat], "lab_reset_rotate_credentials": False}))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    out = " ".join(proc.stdout.split())
+    assert "Claims outside the seat namespaces" not in out, out[-3000:]
+    assert credentials()[seat]["password"] == password
+    assert home_entry(seat, ".kube/config") == f"regular file {seat} {seat} 600"
+    session = login(seat)  # the same password
+    try:
+        rc, out, err = session.run(f"cat ~/notes && kubectl -n {seat} get pods -o name")
+        assert rc == 0 and "mine" in out, err
+    finally:
+        session.close()
+    neighbour = login(other)
+    try:
+        rc, out, err = neighbour.run("tail -n 1 ~/.kube/config && sed -i '/^# mine$/d' ~/.kube/config")
+        assert rc == 0 and out.strip() == "# mine", (out, err)
+    finally:
+        neighbour.close()
+
+
 # --- the cluster's own secrets and the instructor's tools ----------------------------
 
 def test_no_bootstrap_token_is_left(core):

@@ -151,13 +151,16 @@ def test_a_run_for_some_seats_converges_only_theirs_and_keeps_the_others_as_seat
 
 def test_lab_reset_repairs_its_seats_on_both_sides_with_or_without_rotation():
     """The one-seat reset is the documented repair of a broken seat: the whole workshop_users role (namespace,
-    token, account, ~/.kube/config), for the reset seats only, whether credentials rotate or not."""
+    token, account, ~/.kube/config) with or without rotation; without, for the reset seats only."""
     tasks = yaml.safe_load((REPO / 'roles' / 'lab_reset' / 'tasks' / 'main.yml').read_text())
     [include] = [task for task in tasks if task.get('ansible.builtin.include_role', {}).get('name') ==
                  'dralab.workshop.workshop_users' and 'tasks_from' not in task['ansible.builtin.include_role']]
     assert 'when' not in include
-    assert include['vars']['workshop_users_only_seats'] == '{{ lab_reset_seats }}'
     assert include['vars']['workshop_users_login_hosts'] == '{{ lab_reset_login_hosts }}'
+    only = include['vars']['workshop_users_only_seats']
+    for rotate, expected in ((False, ['user07']), (True, [])):
+        assert template_value('lab_reset', only, {'lab_reset_rotate_credentials': rotate,
+                                                  'lab_reset_seats': ['user07']}) == expected
 
 
 def test_the_tasks_of_a_login_host_loop_over_its_own_seats():
