@@ -10,12 +10,12 @@ short_description: A lab host's internal or access address
 version_added: 0.1.0
 author: dralab.workshop maintainers (@dralab)
 description:
-  - V(internal) is the address the cluster uses between its hosts (kubelet's C(node-ip), the API server's advertise
+  - "V(internal) is the address the cluster uses between its hosts (kubelet's C(node-ip), the API server's advertise
     address, the nodes' C(/etc/hosts)): the host's C(internal_address), else its C(ansible_host) when that is an IP
-    address, else the default IPv4 address of its facts, else an empty string.
-  - V(access) is the address people and the controller reach the host at (the admin kubeconfig's server, the seat
+    address, else the default IPv4 address of its facts, else an empty string."
+  - "V(access) is the address people and the controller reach the host at (the admin kubeconfig's server, the seat
     cards' C(ssh) line, the board's URLs): the host's C(access_address), else its C(ansible_host), else its internal
-    address.
+    address."
   - With O(url), an IPv6 address comes in brackets, ready for C(http://ADDRESS:PORT/).
   - README.md, section "Addresses", explains the two variables.
 positional: which, url
