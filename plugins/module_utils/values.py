@@ -247,7 +247,6 @@ def ip_address(value):
         return None
 
 
-
 def _host_variable(variables, name):
     value = variables.get(name) if variables else None
     return '' if value is None else str(value).strip()
@@ -281,7 +280,6 @@ def url_host(address):
     """An address as the host part of a URL or host:port: an IPv6 address in brackets, anything else as it is."""
     text = str(address)
     return '[%s]' % text if ':' in text and not text.startswith('[') else text
-
 
 
 def nodes_api_server(groups, hostvars, default_port=6443):
