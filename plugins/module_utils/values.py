@@ -247,6 +247,70 @@ def ip_address(value):
         return None
 
 
+def _host_variable(variables, name):
+    value = variables.get(name) if variables else None
+    return '' if value is None else str(value).strip()
+
+
+def internal_address(variables):
+    """The address a host's cluster traffic uses (kubelet's node IP, the API server's advertise address, the nodes'
+    /etc/hosts): its internal_address, else its ansible_host when that is an IP address, else the default IPv4
+    address of its facts, else "".
+
+    variables: the host's variables (hostvars[host]).
+    """
+    given = _host_variable(variables, 'internal_address')
+    if given:
+        return given
+    reached = _host_variable(variables, 'ansible_host')
+    if ip_address(reached) is not None:
+        return reached
+    facts = (variables.get('ansible_facts') if variables else None) or {}
+    return str((facts.get('default_ipv4') or {}).get('address') or '')
+
+
+def access_address(variables):
+    """The address people and the controller reach a host at (the admin kubeconfig's server, the seat cards' ssh
+    line, the board's URLs): its access_address, else its ansible_host, else its internal address."""
+    return (_host_variable(variables, 'access_address') or _host_variable(variables, 'ansible_host')
+            or internal_address(variables))
+
+
+def url_host(address):
+    """An address as the host part of a URL or host:port: an IPv6 address in brackets, anything else as it is."""
+    text = str(address)
+    return '[%s]' % text if ':' in text and not text.startswith('[') else text
+
+
+def nodes_api_server(groups, hostvars, default_port=6443):
+    """The API server URL programs on the lab's hosts use (seat kubeconfigs, the board's, the reaper's): "" (the
+    admin kubeconfig's server) unless the first control-plane host is reached at an access address other than its
+    internal one and sets no control_plane_endpoint; then https://INTERNAL:PORT, so they need no way out and back in
+    through the address translation. PORT is the host's control_plane_bind_port, else default_port (the role's)."""
+    hosts = (groups or {}).get('control_plane') or []
+    if not hosts:
+        return ''
+    variables = hostvars[hosts[0]] if hosts[0] in hostvars else {}
+    internal = internal_address(variables)
+    if not internal or access_address(variables) == internal or _host_variable(variables, 'control_plane_endpoint'):
+        return ''
+    port = _host_variable(variables, 'control_plane_bind_port') or str(default_port)
+    return 'https://%s:%s' % (url_host(internal), port)
+
+
+def address_problem(value):
+    """Why value is neither an IP address nor a DNS name (a host's access address), or None."""
+    text = '' if value is None else str(value).strip()
+    address = ip_address(text)
+    if address is not None:
+        if address.is_unspecified or address.is_multicast:
+            return '%s is an unspecified or multicast address, which nobody can reach a host at' % show(text)
+        return None
+    if not _HOSTNAME.match(text) or re.match(r'^[0-9.]+$', text):
+        return '%s is neither an IP address nor a DNS name' % show(text)
+    return None
+
+
 # Kubernetes quantities (k8s.io/apimachinery resource.Quantity), exact.
 _BINARY_SUFFIXES = {'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30, 'Ti': 2 ** 40, 'Pi': 2 ** 50, 'Ei': 2 ** 60}
 _DECIMAL_SUFFIXES = {'n': Fraction(1, 10 ** 9), 'u': Fraction(1, 10 ** 6), 'm': Fraction(1, 1000), '': 1,

@@ -72,6 +72,14 @@ options:
     description: The address (C(ansible_host)) of each host of C(control_plane), C(workers) and C(login), host name to
       address; names that are not IP addresses are only compared with each other.
     type: dict
+  internal_addresses:
+    description: The C(internal_address) of those hosts that set one (the address the cluster uses between its hosts,
+      README.md, Addresses), host name to address.
+    type: dict
+  access_addresses:
+    description: The C(access_address) of those hosts that set one (the address the controller and people reach,
+      README.md, Addresses), host name to address.
+    type: dict
   role_versions:
     description: The chart and image versions of the dra_driver role the inventory sets (C(dra_driver_chart_version),
       C(dra_driver_helm_version), C(dra_driver_image_tag)), variable name to value.
@@ -228,6 +236,8 @@ def argspec():
         hosts=dict(type='list', elements='str'),
         host_settings=dict(type='dict'),
         node_addresses=dict(type='dict'),
+        internal_addresses=dict(type='dict'),
+        access_addresses=dict(type='dict'),
         role_versions=dict(type='dict'),
         check_api=dict(type='bool', default=False),
     )
@@ -245,6 +255,8 @@ def lab_config(params, resolved=None):
     config['groups'] = params['groups']
     config['hosts'] = params.get('hosts')
     config['node_addresses'] = params.get('node_addresses')
+    config['internal_addresses'] = params.get('internal_addresses')
+    config['access_addresses'] = params.get('access_addresses')
     config['role_versions'] = params.get('role_versions')
     return config
 

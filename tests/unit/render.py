@@ -44,6 +44,15 @@ def role_defaults(role: str) -> dict:
     return defaults
 
 
+def with_hostvars(variables: dict) -> dict:
+    """variables plus hostvars[inventory_hostname] holding them, as a play gives a host its own variables, unless
+    the test gives hostvars itself (inventory_hostname defaults to "localhost")."""
+    if "hostvars" in variables:
+        return variables
+    host = variables.get("inventory_hostname", "localhost")
+    return {"inventory_hostname": host, **variables, "hostvars": {host: dict(variables)}}
+
+
 def render_role_template(role: str, template: str, extra_vars: dict | None = None) -> str:
     """Render roles/<role>/templates/<template> with the role defaults plus extra_vars.
 
@@ -51,7 +60,7 @@ def render_role_template(role: str, template: str, extra_vars: dict | None = Non
     also supply facts (ansible_facts, ansible_default_ipv4, inventory_hostname...).
     """
     variables = dict(role_defaults(role))
-    variables.update(trusted(extra_vars or {}))
+    variables.update(trusted(with_hostvars(extra_vars or {})))
     role_dir = REPO / "roles" / role
     loader = DataLoader()
     loader.set_basedir(str(role_dir))
@@ -75,7 +84,7 @@ def role_vars(role: str, var_files=("main.yml",), facts: dict | None = None, **o
 def evaluate(role: str, expression: str, variables: dict):
     """Template one expression with the role defaults plus variables (as a task would see it)."""
     merged = dict(role_defaults(role))
-    merged.update(trusted(variables))
+    merged.update(trusted(with_hostvars(variables)))
     loader = DataLoader()
     loader.set_basedir(str(REPO / "roles" / role))
     return Templar(loader=loader, variables=merged).template(trust_as_template("{{ %s }}" % expression))
@@ -84,7 +93,7 @@ def evaluate(role: str, expression: str, variables: dict):
 def template_value(role: str, value: str, variables: dict | None = None):
     """Template one value as a task of the role would (role defaults plus variables)."""
     merged = dict(role_defaults(role))
-    merged.update(trusted(variables or {}))
+    merged.update(trusted(with_hostvars(variables or {})))
     loader = DataLoader()
     loader.set_basedir(str(REPO / "roles" / role))
     return Templar(loader=loader, variables=merged).template(trust_as_template(value))

@@ -5,10 +5,12 @@
 
 The playbooks reach hosts through four groups only (LAB_GROUPS): control_plane
 (kubeadm init on the first host, no HA), workers (kubeadm join), login (seat
-accounts, each seat on one of them: seat/login_hosts.py) and mirror (playbooks/mirror.yml). A node's ansible_host, when it is
-an IP address, becomes kube-apiserver's advertise address or kubelet's node IP
-and its line in every node's /etc/hosts: config['node_addresses'] holds it for
-the hosts of control_plane, workers and login.
+accounts, each seat on one of them: seat/login_hosts.py) and mirror (playbooks/mirror.yml). A host's internal
+address (its internal_address, else its ansible_host when that is an IP address) becomes kube-apiserver's advertise
+address or kubelet's node IP and its line in every node's /etc/hosts; its access_address (else ansible_host) is where
+the controller and people reach it (README.md, Addresses). config['node_addresses'] holds the ansible_host,
+config['internal_addresses'] and config['access_addresses'] the two variables where the inventory sets them, for the
+hosts of control_plane, workers and login.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import difflib
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import given
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.settings import NODE_POD_PREFIX
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.login_hosts import override_problems
-from ansible_collections.dralab.workshop.plugins.module_utils.values import ip_address, show
+from ansible_collections.dralab.workshop.plugins.module_utils.values import address_problem, ip_address, show
 
 LAB_GROUPS = ('control_plane', 'workers', 'login', 'mirror')
 # Group names other installers use for the same parts (kubespray, older kubeadm guides).
@@ -145,42 +147,92 @@ def check_seat_login_hosts(config, seats, report):
         report.error(key, problem)
 
 
+def _node_ip_problem(text, address):
+    """Why an address cannot be a node's IP in Kubernetes, or None."""
+    if address.version != 4:
+        return ('%s is an IPv6 address; the lab is IPv4 only (kubeadm and flannel get IPv4 pod and Service networks), '
+                'and this address becomes the node\'s IP in Kubernetes: give the node\'s IPv4 address' % text)
+    if address.is_loopback or address.is_unspecified or address.is_link_local or address.is_multicast:
+        return ('%s is a loopback, unspecified, link-local or multicast address, which kubelet refuses as node IP and '
+                'the other nodes cannot reach: give the node\'s address on the lab network' % text)
+    return None
+
+
+def _internal_addresses(config, report):
+    """host -> (its internal address as given or taken from ansible_host, the field it comes from), for the hosts
+    whose internal address the inventory says (README.md, Addresses); a given one that is no IP address is
+    refused."""
+    reached = config.get('node_addresses') or {}
+    given_internal = config.get('internal_addresses') or {}
+    result = {}
+    for host in sorted(set(reached) | set(given_internal)):
+        if host in given_internal:
+            text, field = str(given_internal[host]).strip(), 'internal_address of %s' % host
+            if ip_address(text) is None:
+                report.error(field, '%s is not an IP address: the internal address is the one the host has on the '
+                                    'cluster\'s network (kubelet\'s node IP, the API server\'s advertise address), '
+                                    'an IPv4 address' % show(text))
+                continue
+        else:
+            text, field = str(reached[host]).strip(), 'ansible_host of %s' % host
+        result[host] = (text, field)
+    return result
+
+
+def check_access_addresses(config, report):
+    """access_address of the lab's hosts: an IP address or a DNS name, and only beside an internal address Ansible
+    does not have to guess."""
+    reached = config.get('node_addresses') or {}
+    given_internal = config.get('internal_addresses') or {}
+    for host, value in sorted((config.get('access_addresses') or {}).items()):
+        problem = address_problem(value)
+        if problem:
+            report.error('access_address of %s' % host, problem)
+        if host not in given_internal and ip_address(str(reached.get(host, ''))) is None:
+            report.error('internal_address of %s' % host,
+                         'not set, and %s has an access_address while its ansible_host %s is no IP address: the '
+                         'internal address would be guessed from its default route; set internal_address to the '
+                         'address the host has on the cluster\'s network' % (host, show(reached.get(host, ''))))
+
+
 def check_node_addresses(config, subnets, report):
-    """ansible_host of the lab's hosts: one machine per name, outside the pod and Service networks, and for a node
-    an IPv4 address it can use as its own."""
-    addresses = config.get('node_addresses') or {}
+    """Internal addresses of the lab's hosts (internal_address, else ansible_host): one machine per name, outside the
+    pod and Service networks, and for a node an IPv4 address it can use as its own."""
+    reached = config.get('node_addresses') or {}
+    internal = _internal_addresses(config, report)
     node_names = nodes(config)
-    by_address = {}
+    by_reached = {}
+    for host in sorted(reached):
+        by_reached.setdefault(str(reached[host]).strip().lower(), []).append(host)
+    by_internal = {}
     inside = dict((key, []) for key in subnets)
-    for host in sorted(addresses):
-        text = str(addresses[host]).strip()
-        by_address.setdefault(text.lower(), []).append(host)
+    for host, (text, field) in sorted(internal.items()):
         address = ip_address(text)
         if address is None:
             continue
+        by_internal.setdefault(str(address), []).append(host)
         for key, subnet in subnets.items():
             if address.version == subnet.version and address in subnet:
                 inside[key].append('%s (%s)' % (host, text))
-        if host not in node_names:
-            continue
-        field = 'ansible_host of %s' % host
-        if address.version != 4:
-            report.error(field, '%s is an IPv6 address; the lab is IPv4 only (kubeadm and flannel get IPv4 pod and '
-                                'Service networks), and this address becomes the node\'s IP in Kubernetes: give the '
-                                'node\'s IPv4 address' % text)
-        elif address.is_loopback or address.is_unspecified or address.is_link_local or address.is_multicast:
-            report.error(field, '%s is a loopback, unspecified, link-local or multicast address, which kubelet refuses '
-                                'as node IP and the other nodes cannot reach: give the node\'s address on the lab '
-                                'network' % text)
+        if host in node_names:
+            problem = _node_ip_problem(text, address)
+            if problem:
+                report.error(field, problem)
     for key, hosts in sorted(inside.items()):
         if hosts:
             report.error(key, '%s contains node address%s %s; pick a network the nodes are not on'
                          % (subnets[key], 'es' if len(hosts) > 1 else '', ', '.join(hosts)))
-    for text, hosts in sorted(by_address.items()):
+    for text, hosts in sorted(by_reached.items()):
         if len(hosts) > 1:
             report.error('ansible_host', '%s and %s have the same address %s: one machine under two names (two '
                                          'plays would change it at once); keep one name and list it in each group '
                                          'it belongs to' % (', '.join(hosts[:-1]), hosts[-1], text))
+    given_internal = config.get('internal_addresses') or {}
+    for address, hosts in sorted(by_internal.items()):
+        if len(hosts) > 1 and any(host in given_internal for host in hosts):
+            report.error('internal_address', '%s and %s have the same internal address %s: each host needs its own '
+                                             'address on the cluster\'s network'
+                         % (', '.join(hosts[:-1]), hosts[-1], address))
 
 
 def check_pod_network_size(config, subnets, report):

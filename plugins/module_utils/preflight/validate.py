@@ -28,6 +28,7 @@ def validate(config, compile_problem=None, now=None):
     hosts: every inventory host name (groups['all']); when missing, the union of groups;
     node_addresses: host -> ansible_host of the control_plane, workers and login hosts (names that are not IP
     addresses are only compared with each other);
+    internal_addresses, access_addresses: host -> internal_address / access_address of those hosts, where set;
     role_versions: the ROLE_VERSIONS variables the inventory sets, name -> value.
     compile_problem(expression) -> str or None checks a CEL selector of dralab_device_classes.
     now: aware datetime the event window is checked against (default: the current time).
@@ -43,6 +44,7 @@ def validate(config, compile_problem=None, now=None):
         settings.check_int_range(config, key, settings.bounds(key), report)
     subnets = settings.check_networks(config, report)
     inventory.check_node_addresses(config, subnets, report)
+    inventory.check_access_addresses(config, report)
     inventory.check_pod_network_size(config, subnets, report)
     settings.check_role_versions(config, report)
     settings.check_strings(config, report)

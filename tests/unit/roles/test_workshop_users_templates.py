@@ -15,14 +15,14 @@ from ansible.template import Templar
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
 
-from render import REPO, evaluate, render_role_template, role_defaults, template_value
+from render import REPO, evaluate, render_role_template, role_defaults, template_value, with_hostvars
 
 
 def resolved(role, **extra):
     """The role's defaults, templated with extra (inventory) variables."""
     defaults = role_defaults(role)
     variables = dict(defaults)
-    variables.update(extra)
+    variables.update(with_hostvars(extra))
     templar = Templar(loader=DataLoader(), variables=variables)
     return {key: templar.template(value) for key, value in defaults.items()}
 

@@ -209,3 +209,72 @@ def test_a_service_network_without_the_dns_address_is_refused():
 def test_a_mirror_inside_the_clusters_networks_is_refused(name, value, network):
     error = only_error(lab(**{name: value}), 'dralab_' + name)
     assert 'is inside %s, which the nodes route into the cluster' % network in error
+
+
+# ---------------------------------------------------------------- two addresses per host (README.md, Addresses)
+
+NAT = {'cp1': '10.0.0.10', 'worker1': '10.0.0.11', 'worker2': '10.0.0.12'}
+PUBLIC = {'cp1': '203.0.113.10', 'worker1': '203.0.113.11', 'worker2': '203.0.113.12'}
+
+
+def two_addresses(internal=None, access=None, reached=None):
+    config = lab(addresses=dict(reached or PUBLIC))
+    config['internal_addresses'] = dict(NAT if internal is None else internal)
+    config['access_addresses'] = dict({} if access is None else access)
+    return config
+
+
+def test_a_nat_cloud_passes():
+    # Ansible reaches the public addresses; the cluster uses the private ones; people the public ones.
+    assert validate(two_addresses()) == ([], [])
+    assert validate(two_addresses(access=PUBLIC)) == ([], [])
+    # Ansible inside the private network, people outside: ansible_host is the internal address.
+    config = two_addresses(internal={}, access=PUBLIC, reached=NAT)
+    assert validate(config) == ([], [])
+    # DNS names for people and for Ansible, the internal addresses given.
+    names = dict((host, host + '.lab.example.org') for host in NAT)
+    assert validate(two_addresses(access=names, reached=names)) == ([], [])
+
+
+@pytest.mark.parametrize('value', ['cp1.internal', '10.0.0', ''])
+def test_an_internal_address_that_is_no_ip_address_is_refused(value):
+    error = only_error(two_addresses(internal=dict(NAT, worker1=value)), 'internal_address of worker1')
+    assert 'is not an IP address' in error
+
+
+@pytest.mark.parametrize('value', ['127.0.0.1', '169.254.0.7', 'fd00::11'])
+def test_an_internal_address_kubelet_refuses_is_refused(value):
+    error = only_error(two_addresses(internal=dict(NAT, worker1=value)), 'internal_address of worker1')
+    assert value in error and ('loopback' in error or 'IPv6' in error)
+
+
+def test_an_internal_address_inside_the_pod_network_is_refused():
+    error = only_error(two_addresses(internal=dict(NAT, worker2='10.244.3.4')), 'dralab_pod_subnet')
+    assert 'worker2 (10.244.3.4)' in error
+
+
+def test_two_hosts_sharing_an_internal_address_are_refused():
+    error = only_error(two_addresses(internal=dict(NAT, worker2='10.0.0.11')), 'internal_address')
+    assert 'worker1 and worker2 have the same internal address 10.0.0.11' in error
+    # The same, one of them taken from ansible_host.
+    config = two_addresses(internal={'cp1': '10.0.0.10', 'worker1': '10.0.0.11'},
+                           reached=dict(PUBLIC, worker2='10.0.0.11'))
+    assert 'worker1 and worker2 have the same internal address 10.0.0.11' in only_error(config, 'internal_address')
+
+
+@pytest.mark.parametrize('value', ['203.0.113', 'cp 1', 'https://203.0.113.10', '0.0.0.0', 'bad_name.example'])
+def test_an_access_address_that_is_neither_ip_nor_dns_name_is_refused(value):
+    error = only_error(two_addresses(access={'cp1': value}), 'access_address of cp1')
+    assert repr(value) in error
+
+
+def test_an_access_address_beside_a_guessed_internal_one_is_refused():
+    # ansible_host is a name, no internal_address: the internal address would be the facts' default IPv4.
+    names = dict((host, host + '.lab.example.org') for host in NAT)
+    config = two_addresses(internal={'cp1': '10.0.0.10', 'worker1': '10.0.0.11'}, access={'worker2': '203.0.113.12'},
+                           reached=names)
+    error = only_error(config, 'internal_address of worker2')
+    assert "has an access_address while its ansible_host 'worker2.lab.example.org' is no IP address" in error
+    # Without access_address the guess is today's rule, and passes.
+    del config['access_addresses']['worker2']
+    assert validate(config) == ([], [])

@@ -25,7 +25,8 @@ def test_every_lab_option_maps_to_a_dralab_variable():
     assert config['dralab_allow_unsupported_kubernetes_version'] == 'allow_unsupported_kubernetes_version'
     assert config['groups'] == GROUPS and config['hosts'] == ['cp1']
     assert set(lab_preflight.argspec()) == set(lab_preflight.LAB_OPTIONS) | {
-        'groups', 'hosts', 'host_settings', 'node_addresses', 'role_versions', 'check_api'}
+        'groups', 'hosts', 'host_settings', 'node_addresses', 'internal_addresses', 'access_addresses', 'role_versions',
+        'check_api'}
 
 
 def closed_port_kubeconfig(tmp_path):
