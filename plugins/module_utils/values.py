@@ -440,9 +440,12 @@ def parse_event_time(value):
 
 
 def format_time(moment):
-    """RFC 3339 in UTC with seconds, as the API writes timestamps (None for None)."""
+    """RFC 3339 in UTC with seconds, as the API writes timestamps, of an aware datetime or of seconds since the
+    epoch (a JWT's exp); None for None."""
     if moment is None:
         return None
+    if isinstance(moment, (int, float)):
+        moment = datetime.datetime.fromtimestamp(moment, UTC)
     return moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')
 
 

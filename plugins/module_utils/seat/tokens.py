@@ -39,15 +39,11 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import 
     account_name,
     credential_generation,
 )
-from ansible_collections.dralab.workshop.plugins.module_utils.values import UTC
+from ansible_collections.dralab.workshop.plugins.module_utils.values import UTC, format_time
 
 # TokenRequest refuses shorter lifetimes.
 MIN_EXPIRATION_SECONDS = 600
 DEFAULT_CLUSTER_NAME = 'dralab'
-
-
-def format_time(epoch):
-    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(epoch))
 
 
 def decode_jwt_payload(token):

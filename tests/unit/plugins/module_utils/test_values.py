@@ -68,3 +68,13 @@ def test_format_quantity_in_decimal_units_as_nics_publish_bandwidth():
     assert values.format_quantity(Fraction(100), decimal=True) == '100'
     assert [values.is_decimal_quantity(t) for t in ('100G', '5k', '80Gi', '100', '1e3', None)] == [
         True, True, False, False, False, False]
+
+
+def test_format_time_takes_a_datetime_or_seconds_since_the_epoch():
+    import datetime
+    from ansible_collections.dralab.workshop.plugins.module_utils.values import format_time
+    moment = datetime.datetime(2026, 12, 4, 9, 30, 5, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+    assert format_time(moment) == '2026-12-04T07:30:05Z'
+    assert format_time(moment.timestamp()) == '2026-12-04T07:30:05Z'
+    assert format_time(int(moment.timestamp())) == '2026-12-04T07:30:05Z'
+    assert format_time(None) is None
