@@ -113,7 +113,7 @@ bench: harness ## Benchmarks of issue 10 against a fresh control plane, each wit
 # gcc/libc6-dev/libseccomp-dev build runc and pause for the mirror; podman,
 # runc, debootstrap and zstd make and run the node images; skopeo loads images;
 # chromium and chromium-driver are the browser of tests/lab/test_board.py.
-LAB_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap zstd chromium chromium-driver
+LAB_PACKAGES := gcc libc6-dev libseccomp-dev podman runc skopeo debootstrap zstd chromium chromium-driver nftables iproute2
 
 lab-tools: ## Debian packages the mirror build and the podman nodes need.
 	@missing=$$(for p in $(LAB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \

@@ -11,8 +11,16 @@ their image and starts, lists and removes them:
     env      print the shell exports for using podman/ssh on the lab by hand
     seats    print how to log in as a seat and where the GPU board is (from the lab's artifacts)
 
-What `up` creates, each labelled dralab.workshop/lab=local:
+The lab is shaped like a NAT cloud: every node has an internal address on the
+podman network (10.89.42.x, what the nodes use among themselves) and an access
+address (10.89.43.x, the same last number) that this machine reaches it at;
+nftables translates one to the other and refuses connections from this
+machine straight to an internal address (podman_lab/nat.py).
+
+What `up` creates, each labelled dralab.workshop/lab=local where podman labels:
 - network dralab-lab, 10.89.42.0/24, gateway 10.89.42.1 (the build host);
+- the outside: link dralab-out (a veth pair) holding 10.89.43.1/24 and the
+  nftables table ip dralab_lab (translation and the inside-only rule);
 - nodes cp1 10.89.42.11, worker1 .12, worker2 .13 (containers dralab-cp1,
   ...): privileged, --cgroupns=private, no pids limit, systemd as PID 1,
   tmpfs /run and /tmp, a named volume for /var/lib/containerd (nested
@@ -77,7 +85,7 @@ from podman_lab.topology import BY_NAME, LABEL, NETWORK, NODES, SUBNET, LabError
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n", maxsplit=1)[0],
-        epilog="Nodes: " + ", ".join(f"{n.name} {n.ip}" for n in NODES)
+        epilog="Nodes: " + ", ".join(f"{n.name} {n.access_ip} (inside {n.ip})" for n in NODES)
         + f". Network {NETWORK} {SUBNET}. Label {LABEL}. Cache: $DRALAB_CACHE (default ~/.cache/dralab).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

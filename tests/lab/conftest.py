@@ -107,7 +107,7 @@ def login(seat: str, password: str | None = None, host: str | None = None, patie
     """Log in as a seat with its password (from the credential sheet by default) on its own login host (by default)."""
     if password is None:
         password = credentials()[seat]["password"]
-    return Session(topology.BY_NAME[host or seat_host(seat)].ip, seat, password, patience=patience)
+    return Session(topology.BY_NAME[host or seat_host(seat)].access_ip, seat, password, patience=patience)
 
 
 def node_host(name: str):

@@ -27,8 +27,8 @@ def login(seat: str) -> Session:
 @pytest.fixture(scope="module")
 def seats():
     first, second = login(SEAT), login(OTHER)
-    assert first.client.get_transport().getpeername()[0] == topology.BY_NAME["login1"].ip
-    assert second.client.get_transport().getpeername()[0] == topology.BY_NAME["cp1"].ip
+    assert first.client.get_transport().getpeername()[0] == topology.BY_NAME["login1"].access_ip
+    assert second.client.get_transport().getpeername()[0] == topology.BY_NAME["cp1"].access_ip
     for session in (first, second):
         session.run("can-has-gpu release --all")
     yield first, second

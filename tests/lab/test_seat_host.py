@@ -32,7 +32,7 @@ from dralab_build.cache import cache_root
 from podman_lab import paths as lab_paths
 from podman_lab import topology
 
-from conftest import (ARTIFACTS, HOMES, INVENTORY, LOGIN_HOST, LOGIN_HOSTS, REPO, VERBOSE_LOGS, Session, ansible_env,
+from conftest import (ARTIFACTS, HOMES, INVENTORY, KUBECONFIG, LOGIN_HOST, LOGIN_HOSTS, REPO, VERBOSE_LOGS, Session, ansible_env,
                       credentials, login, node_host, run_playbook, seat_host, seats_on)
 from playbook import parse_recap
 
@@ -212,7 +212,7 @@ def test_seat_key_in_authorized_keys_does_not_log_in(host):
                                  stdin=f"{key.get_name()} {key.get_base64()} seat-key\n")
         assert rc == 0, err
         with pytest.raises(paramiko.AuthenticationException):
-            Session(topology.BY_NAME[host].ip, name, pkey=key)
+            Session(topology.BY_NAME[host].access_ip, name, pkey=key)
     finally:
         seat.run("rm -rf ~/.ssh")
         seat.close()
@@ -448,11 +448,15 @@ def test_handover_gives_a_fresh_home_and_new_credentials(handover):
     assert host.check_output(f"cat {HOMES}/{LEAVER}/.kube/config") == kubeconfig_of(LEAVER).strip()
     old = handover["old"][LEAVER]
     with pytest.raises(paramiko.AuthenticationException):
-        Session(topology.BY_NAME[seat_host(LEAVER)].ip, LEAVER, old["password"])
+        Session(topology.BY_NAME[seat_host(LEAVER)].access_ip, LEAVER, old["password"])
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
-    stale = config.new_client_from_config(str(handover["old_kubeconfigs"] / LEAVER))
+    # A seat kubeconfig names the API server's internal address (it is used on the login hosts); from this machine the
+    # same token goes through cp1's access address, as the admin kubeconfig does.
+    old = yaml.safe_load((handover["old_kubeconfigs"] / LEAVER).read_text())
+    old["clusters"][0]["cluster"]["server"] = yaml.safe_load(KUBECONFIG.read_text())["clusters"][0]["cluster"]["server"]
+    stale = config.new_client_from_config_dict(old)
     with pytest.raises(ApiException) as refused:
         client.CoreV1Api(stale).list_namespaced_pod(LEAVER)
     # 401: unknown; 403: kube-apiserver still accepts it from its 10 s cache, for an account without rights.
@@ -550,7 +554,7 @@ def test_ansible_refuses_a_node_with_another_host_key(tmp_path):
     shutil.copy(lab_paths.ssh_key(), fake_cache / "lab" / "ssh" / "id_ed25519")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "other")], check=True)
     kind, blob = (tmp_path / "other.pub").read_text().split()[:2]
-    ip = topology.BY_NAME[LOGIN_HOST].ip
+    ip = topology.BY_NAME[LOGIN_HOST].access_ip
     (fake_cache / "lab" / "ssh" / "known_hosts").write_text(f"{ip},{LOGIN_HOST} {kind} {blob}\n")
     env = ansible_env()
     env["DRALAB_CACHE"] = str(fake_cache)

@@ -53,7 +53,7 @@ def seat():
     assert row["password"], "no password on the credential sheet"
     assert row["login_host"] == "cp1", row["login_host"]
     host = row["login_address"]
-    assert host == topology.BY_NAME["cp1"].ip
+    assert host == topology.BY_NAME["cp1"].access_ip
     session = Session(host, SEAT, row["password"])
     yield session
     session.run(f"kubectl -n {SEAT} delete pod pod-a --ignore-not-found --wait=false; "
@@ -63,7 +63,7 @@ def seat():
 
 def test_wrong_password_is_refused():
     with pytest.raises(paramiko.AuthenticationException):
-        Session(topology.BY_NAME["cp1"].ip, SEAT, "not-the-password")
+        Session(topology.BY_NAME["cp1"].access_ip, SEAT, "not-the-password")
 
 
 def test_each_seat_has_its_own_password():
@@ -73,7 +73,7 @@ def test_each_seat_has_its_own_password():
     # Another seat's password does not open this seat's account.
     other = creds["user02"]["password"]
     with pytest.raises(paramiko.AuthenticationException):
-        Session(topology.BY_NAME["cp1"].ip, SEAT, other)
+        Session(topology.BY_NAME["cp1"].access_ip, SEAT, other)
 
 
 def test_seat_sees_the_resourceslices(seat):
@@ -90,7 +90,7 @@ def test_each_seat_has_one_login_host_and_its_address():
     assert {seat: row["login_host"] for seat, row in creds.items()} == {
         "user01": "cp1", "user02": "login1", "user03": "cp1", "user04": "login1"}
     for row in creds.values():
-        assert row["login_address"] == topology.BY_NAME[row["login_host"]].ip, row["seat"]
+        assert row["login_address"] == topology.BY_NAME[row["login_host"]].access_ip, row["seat"]
     assert sorted(set(row["login_host"] for row in creds.values())) == LOGIN_HOSTS
 
 
@@ -98,14 +98,14 @@ def test_a_seat_has_no_account_on_another_login_host():
     """A seat's account exists on its own login host only: its password opens no other."""
     row = credentials()[SEAT]
     with pytest.raises(paramiko.AuthenticationException):
-        Session(topology.BY_NAME["login1"].ip, SEAT, row["password"])
+        Session(topology.BY_NAME["login1"].access_ip, SEAT, row["password"])
 
 
 def test_seat_works_on_a_login_host_that_is_no_node():
     """login1 runs no Kubernetes: its seats have their account, kubectl and their own namespace there."""
     seat = seats_on("login1")[0]
     row = credentials()[seat]
-    assert row["login_address"] == topology.BY_NAME["login1"].ip
+    assert row["login_address"] == topology.BY_NAME["login1"].access_ip
     session = Session(row["login_address"], seat, row["password"])
     try:
         rc, out, err = session.run("hostname; systemctl is-active kubelet containerd; "

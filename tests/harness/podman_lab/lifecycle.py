@@ -11,11 +11,13 @@ import time
 from pathlib import Path
 
 from podman_lab.images import IMAGES, build_image, image_archive, image_exists, image_ref
+from podman_lab.nat import ensure_nat, nat_state, remove_nat
 from podman_lab.paths import containers_conf, known_hosts, lab_dir, ssh_key
 from podman_lab.podman import container_state, ensure_network, ensure_podman, ensure_volume, labelled, podman
 from podman_lab.ssh import ensure_ssh_key, ssh_banner, write_known_hosts
 from podman_lab.topology import (GATEWAY, LABEL, LABEL_KEY, MIRROR_FILES_ROOT, MIRROR_HELM, MIRROR_IMAGES_DIR,
-                                 MIRROR_REGISTRY_ROOT, NETWORK, NODES, SUBNET, LabError, Node, log)
+                                 MIRROR_REGISTRY_ROOT, NETWORK, NFT_TABLE, NODES, OUTSIDE_LINK, SUBNET, LabError, Node,
+                                 log)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -95,7 +97,7 @@ def wait_ready(nodes: list[Node], timeout: float) -> None:
     pending = list(nodes)
     while pending:
         for node in list(pending):
-            if ssh_banner(node.ip).startswith("SSH-"):
+            if ssh_banner(node.access_ip).startswith("SSH-"):
                 pending.remove(node)
         if not pending:
             break
@@ -138,13 +140,14 @@ def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
     refs = {kind: build_image(kind) for kind in sorted({n.kind for n in selected})}
     ensure_ssh_key()
     ensure_network()
+    ensure_nat(NODES)
     existing = {c["Names"][0]: c for c in labelled("container")}
     for node in selected:
         current = existing.get(node.container)
         if current is None:
             if podman("container", "exists", node.container, check=False).returncode == 0:
                 raise LabError(f"container {node.container} exists but was not created by this script")
-            log(f"{node.name}: starting {node.container} at {node.ip}")
+            log(f"{node.name}: starting {node.container} at {node.ip} (reached at {node.access_ip})")
             forget_facts(node)
             run_node(node, refs[node.kind], mirror_dir)
             continue
@@ -157,8 +160,8 @@ def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
     wait_ready(selected, timeout)
     write_known_hosts(NODES)
     log(f"lab up in {time.monotonic() - started:.0f}s: "
-        + ", ".join(f"{n.name} {n.ip}" for n in selected))
-    print(f"ssh -i {ssh_key()} -o UserKnownHostsFile={known_hosts()} root@{selected[-1].ip}")
+        + ", ".join(f"{n.name} {n.access_ip} (inside {n.ip})" for n in selected))
+    print(f"ssh -i {ssh_key()} -o UserKnownHostsFile={known_hosts()} root@{selected[-1].access_ip}")
 
 
 def down() -> None:
@@ -175,7 +178,9 @@ def down() -> None:
     if networks:
         log(f"removing network {', '.join(networks)}")
         podman("network", "rm", *networks)
-    if not (containers or volumes or networks):
+    outside = nat_state()
+    remove_nat()
+    if not (containers or volumes or networks or outside["link"] is not None or outside["table"]):
         log("nothing to remove")
 
 
@@ -191,25 +196,29 @@ def status(as_json: bool) -> int:
                    for kind in IMAGES},
         "ssh_key": str(ssh_key()),
         "containers_conf": str(containers_conf()),
+        "outside": nat_state(),
     }
     for node in NODES:
         c = containers.get(node.container)
         report["nodes"].append({
-            "name": node.name, "ip": node.ip, "container": node.container,
+            "name": node.name, "ip": node.ip, "access_ip": node.access_ip, "container": node.container,
             "state": c.get("State") if c else "absent",
             "image": c.get("Image") if c else None,
-            "ssh": bool(c) and ssh_banner(node.ip, 1.0).startswith("SSH-"),
+            "ssh": bool(c) and ssh_banner(node.access_ip, 1.0).startswith("SSH-"),
         })
     if as_json:
         print(json.dumps(report, indent=2))
     else:
         print(f"network: {', '.join(report['network']) or '-'} ({SUBNET}, gateway {GATEWAY})")
+        outside = report["outside"]
+        print(f"outside: link {OUTSIDE_LINK} {', '.join(outside['link'] or []) or 'absent'}, "
+              f"nftables table {NFT_TABLE} {'present' if outside['table'] else 'absent'}")
         for n in report["nodes"]:
-            print(f"  {n['name']:8} {n['ip']:13} {n['container']:15} {n['state']:8} "
+            print(f"  {n['name']:8} {n['access_ip']:13} {n['ip']:13} {n['container']:15} {n['state']:8} "
                   f"ssh={'yes' if n['ssh'] else 'no':3} {n['image'] or ''}")
         print(f"volumes: {', '.join(report['volumes']) or '-'}")
         for kind, img in report["images"].items():
             print(f"image {kind}: {img['ref']} {'imported' if img['present'] else 'not imported'}, "
                   f"{'cached' if img['cached'] else 'not cached'}")
-    running = all(n["state"] == "running" and n["ssh"] for n in report["nodes"])
+    running = all(n["state"] == "running" and n["ssh"] for n in report["nodes"]) and report["outside"]["table"]
     return 0 if running else 3

@@ -38,7 +38,7 @@ def write_known_hosts(nodes: list[Node]) -> Path:
         for key in out.splitlines():
             fields = key.split()
             if len(fields) >= 2:
-                lines.append(f"{node.ip},{node.name} {fields[0]} {fields[1]}")
+                lines.append(f"{node.access_ip},{node.ip},{node.name} {fields[0]} {fields[1]}")
     path = known_hosts()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

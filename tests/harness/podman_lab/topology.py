@@ -1,5 +1,9 @@
-"""What the podman lab is: its nodes and their addresses, its network, the label of everything it creates,
-where the mirror's contents sit on the mirror node; LabError."""
+"""What the podman lab is: its nodes and their two addresses, its networks, the label of everything it creates,
+where the mirror's contents sit on the mirror node; LabError.
+
+The lab is shaped like a NAT cloud: the nodes talk to each other on the podman network (internal addresses,
+10.89.42.0/24), and this machine (the controller, the participants' laptops, the browser) reaches each node only at
+its access address (10.89.43.0/24), which podman_lab/nat.py translates to the internal one."""
 
 from __future__ import annotations
 
@@ -13,13 +17,20 @@ LABEL = f"{LABEL_KEY}={LABEL_VALUE}"
 NETWORK = "dralab-lab"
 SUBNET = "10.89.42.0/24"
 GATEWAY = "10.89.42.1"
+# The outside: a veth link on this machine holding OUTSIDE_GATEWAY; nftables translates each node's access address
+# to its internal one and refuses new connections from this machine to internal addresses.
+OUTSIDE_SUBNET = "10.89.43.0/24"
+OUTSIDE_GATEWAY = "10.89.43.1"
+OUTSIDE_LINK = "dralab-out"
+NFT_TABLE = "dralab_lab"
 PREFIX = "dralab-"  # container and volume names: dralab-cp1, dralab-cp1-containerd
 
 
 @dataclass(frozen=True)
 class Node:
     name: str  # host name, inventory name
-    ip: str
+    ip: str  # internal address, on the podman network (the inventory's internal_address)
+    access_ip: str  # what this machine reaches it at (the inventory's ansible_host)
     kind: str  # key of IMAGES
     cluster: bool = True  # a Kubernetes node (gets a containerd volume); False: a login host only
 
@@ -29,12 +40,12 @@ class Node:
 
 
 NODES = [
-    Node("mirror1", "10.89.42.2", "mirror"),
-    Node("cp1", "10.89.42.11", "node"),
-    Node("worker1", "10.89.42.12", "node"),
-    Node("worker2", "10.89.42.13", "node"),
+    Node("mirror1", "10.89.42.2", "10.89.43.2", "mirror"),
+    Node("cp1", "10.89.42.11", "10.89.43.11", "node"),
+    Node("worker1", "10.89.42.12", "10.89.43.12", "node"),
+    Node("worker2", "10.89.42.13", "10.89.43.13", "node"),
     # A login host that is not a cluster node (the layout docs/security.md advises).
-    Node("login1", "10.89.42.14", "node", cluster=False),
+    Node("login1", "10.89.42.14", "10.89.43.14", "node", cluster=False),
 ]
 BY_NAME = {n.name: n for n in NODES}
 
