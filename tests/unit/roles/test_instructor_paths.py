@@ -103,9 +103,8 @@ def cards_writes(playbook):
                    if task.get('ansible.builtin.import_role') == {'name': 'dralab.workshop.lab_board', 'tasks_from': 'cards'}]
         reached += [role for role in play.get('roles') or []
                     if role.get('role') == 'dralab.workshop.lab_board' and main_imports_cards]
-        for _ in reached:
-            if template_value('lab_board', '{{ %s }}' % cards_block['when'], variables):
-                writes.append(play['name'])
+        if template_value('lab_board', '{{ %s }}' % cards_block['when'], variables):
+            writes.extend([play['name']] * len(reached))
     return writes
 
 
@@ -113,7 +112,7 @@ def test_each_playbook_writes_the_seat_cards_once():
     """site.yml writes them in its users stage only (its board stage has no cards path); users.yml, reset.yml and
     board.yml, run alone, each write them once."""
     assert cards_writes('site.yml') == ['Write the seat cards']
-    site = [play['name'] for play, _ in plays('site.yml')]
+    site = [entry[0]['name'] for entry in plays('site.yml')]
     assert site.index('Write the seat cards') > site.index('Create the workshop seats')
     assert cards_writes('users.yml') == ['Write the seat cards']
     assert cards_writes('reset.yml') == ['Write the seat cards']

@@ -15,7 +15,7 @@ from passlib.hash import sha512_crypt
 from render import REPO, role_defaults, trusted
 
 TASKS = REPO / "roles" / "workshop_users" / "tasks"
-SEATS = ["user01", "user02", "user03", "user04"]
+SEATS = ("user01", "user02", "user03", "user04")
 
 
 def task_file(name):
@@ -36,7 +36,7 @@ def find_task(tasks, name):
 
 def templar(artifacts, seats=SEATS, **extra):
     variables = dict(role_defaults("workshop_users"))
-    variables.update(workshop_users_seat_names=seats, workshop_users_artifacts_dir=str(artifacts),
+    variables.update(workshop_users_seat_names=list(seats), workshop_users_artifacts_dir=str(artifacts),
                      workshop_users_login_hosts=["cp1"])
     variables.update(trusted(extra))
     return Templar(loader=DataLoader(), variables=variables)
@@ -64,11 +64,11 @@ def folder_state(folder):
 
 def test_each_seat_has_its_own_password_file(tmp_path):
     passwords = sheet_passwords(tmp_path)
-    assert sorted(passwords) == SEATS
+    assert sorted(passwords) == list(SEATS)
     assert len(set(passwords.values())) == len(SEATS), "two seats share a password"
     assert all(len(p) == 14 and p.isalnum() for p in passwords.values())
     store = tmp_path / "passwords"
-    assert sorted(p.name for p in store.iterdir()) == SEATS
+    assert sorted(p.name for p in store.iterdir()) == list(SEATS)
     for seat in SEATS:
         assert (store / seat).read_text().split()[0] == passwords[seat]
         assert not stat.S_IMODE((store / seat).stat().st_mode) & 0o077, "password file readable by others"
@@ -92,7 +92,7 @@ def test_check_mode_writes_no_password_file_for_a_late_seat(tmp_path):
     """users.yml -e dralab_seats=5 --check: user05's password is not made, the others read as a real run reads them."""
     hashes, passwords = account_hashes(tmp_path), sheet_passwords(tmp_path)
     before = folder_state(tmp_path)
-    late = SEATS + ["user05"]
+    late = SEATS + ("user05",)
     checked_hashes = account_hashes(tmp_path, late, ansible_check_mode=True)
     checked_passwords = sheet_passwords(tmp_path, late, ansible_check_mode=True)
     assert folder_state(tmp_path) == before, "check mode wrote on the controller"
