@@ -1,6 +1,7 @@
 """A late participant: playbooks/users.yml with one seat more (dralab_seats 73 on the lab of 72), first with --check
-(it runs through, says what it would make, and makes nothing), then for real (the new seat works; the 72 others
-keep their tokens, kubeconfig files and rows of the credential sheet). The module removes the late seat again."""
+(it runs through, says what it would make, and makes nothing, in the cluster or in the artifacts folder), then for
+real (the new seat works; the 72 others keep their tokens, kubeconfig files and rows of the credential sheet). The
+module removes the late seat again."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ LATE_VARS = {"dralab_seats": SEATS + 1}
 
 def seat_files(lab) -> dict[str, str]:
     return {path.name: path.read_text() for path in sorted((lab.artifacts / "seats").iterdir())}
+
+
+def artifacts_state(lab) -> dict[str, bytes | None]:
+    """Every path of the artifacts folder with its bytes (None for a folder)."""
+    return {str(path.relative_to(lab.artifacts)): None if path.is_dir() else path.read_bytes()
+            for path in sorted(lab.artifacts.rglob("*"))}
 
 
 def sheet_rows(lab) -> list[str]:
@@ -47,6 +54,7 @@ def late(control_plane, workshop):
 
 def test_check_mode_says_what_a_late_seat_gets_and_makes_nothing(control_plane, late):
     lab, before = late
+    artifacts = artifacts_state(lab)
     run = lab.run("playbooks/users.yml", extra_vars=LATE_VARS, check=True)
     # Before the fix: seat_objects' dry run into the missing namespace, 'namespaces "user73" not found'.
     assert run.rc == 0 and run.failed == 0, run.describe()
@@ -59,6 +67,8 @@ def test_check_mode_says_what_a_late_seat_gets_and_makes_nothing(control_plane, 
     assert not namespace_exists(control_plane.api_client, LATE)
     assert seat_files(lab) == before["files"]
     assert sheet_rows(lab) == before["sheet"]
+    # Nothing on the controller either: the artifacts folder (sheet, cards, kubeconfigs, passwords) is the same bytes.
+    assert artifacts_state(lab) == artifacts
 
 
 def test_a_late_seat_is_added_without_touching_the_others(control_plane, late):

@@ -1,6 +1,6 @@
 """Install the built collection tarball into a scratch path and render every doc.
 
-Fails when ansible-doc cannot render a module, a filter, a strategy or a role's argument
+Fails when ansible-doc cannot render a module, a filter, a lookup, a strategy or a role's argument
 spec from the installed collection (not from the checkout), or prints a warning.
 """
 
@@ -19,7 +19,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 def names(kind: str) -> list[str]:
     if kind == "role":
         return sorted(p.parent.parent.name for p in REPO.glob("roles/*/meta/argument_specs.yml"))
-    folder = {"module": "plugins/modules", "filter": "plugins/filter", "strategy": "plugins/strategy"}[kind]
+    folder = {"module": "plugins/modules", "filter": "plugins/filter", "lookup": "plugins/lookup",
+              "strategy": "plugins/strategy"}[kind]
     return sorted(p.stem for p in (REPO / folder).glob("*.py") if not p.stem.startswith("_"))
 
 
@@ -38,7 +39,7 @@ def main() -> int:
         subprocess.run([str(bindir / "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "--force",
                         "-p", scratch, args.tarball], check=True, stdout=subprocess.DEVNULL, env=env, cwd=scratch)
         checked = 0
-        for kind in ("module", "filter", "strategy", "role"):
+        for kind in ("module", "filter", "lookup", "strategy", "role"):
             for name in names(kind):
                 fqcn = "dralab.workshop." + name
                 result = subprocess.run([str(bindir / "ansible-doc"), "-t", kind, fqcn], env=env, cwd=scratch,

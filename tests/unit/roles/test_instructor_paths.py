@@ -80,3 +80,40 @@ def test_health_yml_prints_the_snapshot():
     text = template_value('lab_health', say['msg'], {'lab_health_result': {
         'changed': True, 'snapshot': {'dest': '/i/artifacts/board-snapshot.html'}}})
     assert '/i/artifacts/board-snapshot.html' in text and '/i/artifacts/board-snapshot.json' in text
+
+
+def plays(playbook, import_vars=None):
+    """The plays a run of the playbook runs, imports expanded, each with its vars (an import's vars win, as in Ansible)."""
+    for entry in load('playbooks', playbook):
+        if 'ansible.builtin.import_playbook' in entry:
+            yield from plays(entry['ansible.builtin.import_playbook'], {**(import_vars or {}), **entry.get('vars', {})})
+        else:
+            yield entry, {**entry.get('vars', {}), **(import_vars or {})}
+
+
+def cards_writes(playbook):
+    """The names of the plays of a run that write the seat cards: lab_board's cards entry point, or the whole role
+    (its main.yml imports cards.yml), where the cards' condition holds with the play's vars."""
+    main_imports_cards = any(task.get('ansible.builtin.import_tasks') == 'cards.yml'
+                             for task in load('roles', 'lab_board', 'tasks', 'main.yml'))
+    [cards_block] = load('roles', 'lab_board', 'tasks', 'cards.yml')
+    writes = []
+    for play, variables in plays(playbook):
+        reached = [task for task in play.get('tasks') or []
+                   if task.get('ansible.builtin.import_role') == {'name': 'dralab.workshop.lab_board', 'tasks_from': 'cards'}]
+        reached += [role for role in play.get('roles') or []
+                    if role.get('role') == 'dralab.workshop.lab_board' and main_imports_cards]
+        if template_value('lab_board', '{{ %s }}' % cards_block['when'], variables):
+            writes.extend([play['name']] * len(reached))
+    return writes
+
+
+def test_each_playbook_writes_the_seat_cards_once():
+    """site.yml writes them in its users stage only (its board stage has no cards path); users.yml, reset.yml and
+    board.yml, run alone, each write them once."""
+    assert cards_writes('site.yml') == ['Write the seat cards']
+    site = [entry[0]['name'] for entry in plays('site.yml')]
+    assert site.index('Write the seat cards') > site.index('Create the workshop seats')
+    assert cards_writes('users.yml') == ['Write the seat cards']
+    assert cards_writes('reset.yml') == ['Write the seat cards']
+    assert cards_writes('board.yml') == ['Run the GPU board']
