@@ -186,6 +186,9 @@ SETTINGS = (
             spec_default='C(~/%s)' % ARTIFACTS_DIR),
     Setting('dralab_teardown_confirm', 'str', '',
             "playbooks/teardown.yml runs only when this is 'yes' (else it asks)", doc_default='(asked)', in_role=False),
+    Setting('dralab_teardown_remove_seats', 'bool', False,
+            "playbooks/teardown.yml also removes every seat account it made on the login hosts (home, group, slice "
+            "limits, cron/at deny entries)", in_role=False),
 )
 
 BY_NAME = dict((setting.name, setting) for setting in SETTINGS)
