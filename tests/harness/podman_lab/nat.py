@@ -24,7 +24,7 @@ PREFIX_LENGTH = OUTSIDE_SUBNET.split("/")[1]
 
 
 def _run(*args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(list(args), input=stdin, capture_output=True, text=True, timeout=30, check=False)
     if check and proc.returncode != 0:
         raise LabError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
     return proc
