@@ -3,7 +3,8 @@
 The wheel is built from a staged copy of exactly what pyproject.toml packages
 (pyproject.toml, tools/can_has_gpu, tools/dralab_board, plugins/module_utils), so the checkout
 stays clean. `make mirror` (dralab_build/mirror) puts the wheel, its dependencies
-(binary wheels for the nodes' Python) and pip into the mirror's files/wheels/;
+(binary wheels for the nodes' Python), its build backend (a node that installs it from
+source with a package index builds it) and pip into the mirror's files/wheels/;
 the integration tests install the same wheel to run the real entry points.
 
 Examples:
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +42,12 @@ def source_digest() -> str:
         for file in files:
             digest.update(file.relative_to(REPO).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def build_requires() -> list[str]:
+    """What pyproject.toml's [build-system] requires, the one place it is written."""
+    with (REPO / "pyproject.toml").open("rb") as source:
+        return list(tomllib.load(source)["build-system"]["requires"])
 
 
 def stage(dest: Path) -> Path:

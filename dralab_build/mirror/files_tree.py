@@ -102,14 +102,14 @@ def make_chart(b: Builder, item: Item) -> None:
 
 
 def make_wheels(b: Builder, item: Item) -> None:
-    """files/wheels/: the node programs' wheel, its dependencies and pip, listed in wheels.json."""
+    """files/wheels/: the node programs' wheel, its dependencies, its build backend and pip, listed in wheels.json."""
     dest = b.root / "files" / "wheels"
     tmp = dest.with_name(".wheels.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     wheel = wheels.build_tool_wheel(tmp)
     wheels.download_dependencies(wheel, tmp, python_versions=tuple(item.key["python"]),
-                                 extra=(f"pip=={item.key['pip']}",))
+                                 extra=(f"pip=={item.key['pip']}", *item.key["build"]))
     names = sorted(p.name for p in tmp.glob("*.whl"))
     (tmp / "wheels.json").write_text(json.dumps({"wheels": names}, indent=2) + "\n")
     shutil.rmtree(dest, ignore_errors=True)

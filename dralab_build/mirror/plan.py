@@ -137,7 +137,8 @@ def make_plan(args: argparse.Namespace, overrides: dict, builder: Builder) -> Pl
     # Python wheels for the participant tool and the lease reaper (participant_tool role).
     pip_version = v("participant_tool", "participant_tool_pip_version")
     plan.items.append(Item("python wheels", ["files/wheels/wheels.json"],
-                           {"source": wheels.source_digest(), "pip": pip_version, "python": list(wheels.NODE_PYTHONS),
+                           {"source": wheels.source_digest(), "pip": pip_version, "build": wheels.build_requires(),
+                            "python": list(wheels.NODE_PYTHONS),
                             "platforms": list(wheels.PLATFORMS)}, make_wheels, kind="wheels"))
     pythons = ", ".join(wheels.NODE_PYTHONS)
     plan.versions["python wheels"] = f"dralab-can-has-gpu + dependencies for Python {pythons}, pip {pip_version}"

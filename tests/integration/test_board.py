@@ -192,6 +192,25 @@ def board_lab(control_plane, workshop):
     remove_board_identity(api, BOARD, NAMESPACE)
 
 
+def test_board_yml_check_makes_no_token_where_there_is_none(board_lab):
+    """--check on a lab without the instructor's token says it would make one and writes nothing on the
+    controller (before the fix, the password lookup created the token file in check mode)."""
+    lab, _run = board_lab
+    token = lab.artifacts / "board" / "instructor"
+    kept = token.read_bytes()
+    token.unlink()
+    try:
+        before = {str(p): None if p.is_dir() else p.read_bytes() for p in sorted(lab.artifacts.rglob("*"))}
+        run = lab.run("playbooks/board.yml", check=True)
+        assert run.rc == 0 and run.failed == 0, run.describe()
+        assert not token.exists(), "board.yml --check wrote the instructor's token"
+        assert {str(p): None if p.is_dir() else p.read_bytes() for p in sorted(lab.artifacts.rglob("*"))} == before
+        assert run.changed > 0, "check mode must say that the token (and the service's copy) would change"
+    finally:
+        token.write_bytes(kept)
+        token.chmod(0o600)
+
+
 @pytest.fixture(scope="module")
 def board(control_plane, board_lab, tmp_path_factory):
     """The real dralab-board with the board's kubeconfig; the API's watch counts before it started."""

@@ -22,9 +22,18 @@ def test_inventory_addresses_match_the_nodes():
     assert set(inventory["mirror"]["hosts"]) == {"mirror1"}
 
 
-def test_mirror_address_is_the_mirror_node_inside():
-    """The nodes fetch from the mirror over the internal network, not through the translation."""
-    all_vars = yaml.safe_load((REPO / "inventories" / "local" / "group_vars" / "all.yml").read_text())
-    mirror_ip = topology.BY_NAME["mirror1"].ip
-    assert all_vars["dralab_download_mirror"] == f"http://{mirror_ip}:8080"
-    assert all_vars["dralab_registry_mirror"] == f"{mirror_ip}:5000"
+def test_offline_nodes_fetch_from_the_mirror_node_inside():
+    """The offline nodes' mirror variables name the mirror node's internal address (not the translation); the
+    online node keeps the defaults (no dralab_* mirror is set lab-wide)."""
+    group_vars = REPO / "inventories" / "local" / "group_vars"
+    all_vars = yaml.safe_load((group_vars / "all.yml").read_text())
+    assert "dralab_download_mirror" not in all_vars and "dralab_registry_mirror" not in all_vars
+    mirror = topology.MIRROR
+    files, registry = f"http://{mirror.ip}:8080", f"{mirror.ip}:{topology.MIRROR_REGISTRY_PORT}"
+    offline_vars = yaml.safe_load((group_vars / "offline.yml").read_text())
+    assert offline_vars == {"kubernetes_download_mirror": files, "containerd_download_mirror": files,
+                            "containerd_registry_mirror": registry, "participant_tool_wheels_url": files + "/wheels/"}
+    hosts = yaml.safe_load(INVENTORY.read_text())["all"]["children"]
+    offline = {n.name for n in topology.NODES if n.kind == "node" and not n.online}
+    assert set(hosts["offline"]["hosts"]) == offline
+    assert yaml.safe_load((group_vars / "mirror.yml").read_text())["mirror_listen_address"] == mirror.ip

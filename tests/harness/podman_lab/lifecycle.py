@@ -15,9 +15,10 @@ from podman_lab.nat import ensure_nat, nat_state, remove_nat
 from podman_lab.paths import containers_conf, known_hosts, lab_dir, ssh_key
 from podman_lab.podman import container_state, ensure_network, ensure_podman, ensure_volume, labelled, podman
 from podman_lab.ssh import ensure_ssh_key, ssh_banner, write_known_hosts
-from podman_lab.topology import (GATEWAY, LABEL, LABEL_KEY, MIRROR_FILES_ROOT, MIRROR_HELM, MIRROR_IMAGES_DIR,
-                                 MIRROR_REGISTRY_ROOT, NETWORK, NFT_TABLE, NODES, OUTSIDE_LINK, SUBNET, LabError, Node,
-                                 log)
+from podman_lab.topology import (GATEWAY, LABEL, LABEL_KEY, MIRROR, MIRROR_FILES_ROOT, MIRROR_HELM,
+                                 MIRROR_IMAGES_DIR, MIRROR_REGISTRY_ROOT, NETWORK, NFT_TABLE, NODES, OUTSIDE_LINK,
+                                 SUBNET, LabError, Node, log)
+from podman_lab.upstream import ensure_certificates, mirror_node_args, online_node_args, start_server, trust_ca
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -83,11 +84,13 @@ def run_node(node: Node, ref: str, mirror_dir: Path) -> None:
         ensure_volume(volume)
         # Named volumes are nodev,nosuid by default; image layers need both.
         args += ["--volume", f"{volume}:/var/lib/containerd:rw,exec,dev,suid"]
-    elif node.kind == "mirror":
+    if node.online:
+        args += online_node_args(MIRROR)
+    if node.kind == "mirror":
         volume = f"{node.container}-registry"
         ensure_volume(volume)
         args += ["--volume", f"{volume}:{MIRROR_REGISTRY_ROOT}"]
-        args += mirror_mounts(mirror_dir, find_helm(mirror_dir))
+        args += mirror_mounts(mirror_dir, find_helm(mirror_dir)) + mirror_node_args(node)
     args += [ref, "/sbin/init"]
     podman(*args)
 
@@ -139,6 +142,7 @@ def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
     started = time.monotonic()
     refs = {kind: build_image(kind) for kind in sorted({n.kind for n in selected})}
     ensure_ssh_key()
+    ensure_certificates()
     ensure_network()
     ensure_nat(NODES)
     existing = {c["Names"][0]: c for c in labelled("container")}
@@ -158,6 +162,11 @@ def up(selected: list[Node], mirror_dir: Path, timeout: float) -> None:
             log(f"{node.name}: starting the existing {node.container}")
             podman("start", node.container)
     wait_ready(selected, timeout)
+    for node in selected:
+        if node.kind == "mirror":
+            start_server(node)
+        if node.online:
+            trust_ca(node)
     write_known_hosts(NODES)
     log(f"lab up in {time.monotonic() - started:.0f}s: "
         + ", ".join(f"{n.name} {n.access_ip} (inside {n.ip})" for n in selected))
