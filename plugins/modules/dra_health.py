@@ -20,14 +20,15 @@ description:
     (label C(dralab.workshop/seat) on the namespace) and its age.
   - Each problem comes with a reason that says what is wrong and what to do. Problem types are
     C(node_missing_slice), C(device_count_short), C(node_not_ready), C(pool_inconsistent),
-    C(claim_reserved_for_missing_pod), C(claim_allocated_unused), C(claim_pending),
-    C(device_double_allocated), C(claim_device_unknown) and, with O(seat_kubeconfig_dir), C(seat_token_expiring).
+    C(claim_reserved_for_missing_pod), C(claim_allocated_unused), C(claim_pending), C(pod_claim_missing) (a pod
+    waits for a claim or template its namespace does not have), C(device_double_allocated), C(claim_device_unknown)
+    and, with O(seat_kubeconfig_dir), C(seat_token_expiring).
   - The lab is unhealthy when at least one problem has severity C(error); warnings (pending claims,
     NotReady nodes, stale slices of an older generation) do not make it unhealthy.
-  - A pending claim is also explained from the published devices (module_utils dra_explain), that is which
-    devices match its DeviceClass and selectors (CEL), which of them are free and who holds the others, its
-    matchAttribute constraints and the nodes' readiness. The problem keeps the scheduler's text and adds
-    the explainer's reason code and sentence.
+  - A pending claim is explained from the published devices (module_utils dra/explain.py) and diagnosed
+    (dra/diagnosis.py, the board's and can-has-gpu's words too) as one that never fits as asked (change the
+    request, and how), that waits for devices in use (the seats' claims holding them, the first lease end),
+    and so on. The scheduler's own message is kept apart, in C(scheduler_said), never in the sentence.
   - The module only reads from the API.
 author: dralab.workshop maintainers (@dralab)
 requirements:
@@ -114,7 +115,8 @@ options:
     type: path
   snapshot_lease_max:
     description:
-      - The lab's longest lease, for the lease left on the snapshot's tiles (see M(dralab.workshop.board_snapshot)).
+      - The lab's longest lease, for the lease left on the snapshot's tiles (see M(dralab.workshop.board_snapshot))
+        and the lease end of the seats' claims a waiting claim is told about, with or without a snapshot.
     type: raw
     default: 8h
   snapshot_title:
@@ -142,7 +144,7 @@ attributes:
     support: none
 notes:
   - Ages are measured from the claim's creation time; the API records no allocation time.
-  - The user needs C(list) permission on deviceclasses, resourceslices and resourceclaims
+  - The user needs C(list) permission on deviceclasses, resourceslices, resourceclaims and resourceclaimtemplates
     (C(resource.k8s.io)), pods, nodes, namespaces and events.
 seealso:
   - name: Dynamic Resource Allocation
@@ -383,23 +385,21 @@ claims:
       type: str
     explain_sentence:
       description:
-        - For a pending claim, the explainer's answer in one sentence, for example
-          C(no GPU has memory >= 100Gi (the largest has 80Gi).); null otherwise.
+        - For a pending claim, the diagnosis in one sentence, its cause (for example C(no GPU has memory >= 100Gi
+          (the largest has 80Gi).)) then what to do (C(Change the request, ...)); null otherwise.
+      type: str
+    verdict:
+      description: For a pending claim, V(never_fits), V(waits), V(fits_now), V(blocked), V(over_quota) or V(undecided);
+        C(headline) says it in words (C(never fits as asked), C(waits for a device in use), ...).
+      type: str
+    scheduler_said:
+      description: What the scheduler said about the claim's pod (evidence, apart from the sentence), or null.
       type: str
   sample:
-    - namespace: user07
-      name: gpu-claim
-      seat: user07
-      state: reserved
-      devices: [{driver: gpu.example.com, pool: worker1, device: gpu-3, request: gpu, node: worker1}]
-      reserved_for: [train-1]
-      holder_pods_alive: [train-1]
-      owner_template: false
-      created: "2026-10-28T09:12:00Z"
-      age_seconds: 2880
-      pending_reason: null
-      explain_reason: null
-      explain_sentence: null
+    - {namespace: user07, name: gpu-claim, seat: user07, state: reserved, reserved_for: [train-1],
+       devices: [{driver: gpu.example.com, pool: worker1, device: gpu-3, request: gpu, node: worker1}],
+       holder_pods_alive: [train-1], owner_template: false, created: "2026-10-28T09:12:00Z", age_seconds: 2880,
+       pending_reason: null, explain_reason: null, verdict: null, scheduler_said: null}
 problems:
   description:
     - Problems found, errors first.
@@ -421,14 +421,22 @@ problems:
     reason:
       description:
         - What is wrong, why, and what to do.
-        - For C(claim_pending), the scheduler's text followed by the explainer's reason code and sentence.
+        - For C(claim_pending), who waits, the verdict (C(claims[].headline)) and the diagnosis's sentence.
       type: str
     explain_reason:
       description: For C(claim_pending) only, the explainer's reason code (see C(claims[].explain_reason)).
       type: str
       returned: for claim_pending problems
     explain_sentence:
-      description: For C(claim_pending) only, the explainer's sentence.
+      description: For C(claim_pending) only, the diagnosis's sentence (see C(claims[].explain_sentence)).
+      type: str
+      returned: for claim_pending problems
+    verdict:
+      description: For C(claim_pending) (see C(claims[].verdict)) and C(pod_claim_missing) (V(claim_missing)).
+      type: str
+      returned: for claim_pending and pod_claim_missing problems
+    scheduler_said:
+      description: For C(claim_pending), what the scheduler said about the pod, or null (printed apart by RV(report_lines)).
       type: str
       returned: for claim_pending problems
     count:
@@ -447,12 +455,10 @@ problems:
       type: bool
       returned: for claim_pending problems
   sample:
-    - type: claim_reserved_for_missing_pod
-      severity: error
-      object: ResourceClaim user07/gpu-claim
-      reason: >-
-        claim user07/gpu-claim is reserved for pod user07/train-1 which no longer exists; the GPU gpu-3 on
-        node worker1 stays held until the claim is deleted (kubectl -n user07 delete resourceclaim gpu-claim).
+    - {type: claim_pending, severity: warning, object: ResourceClaim user07/big, verdict: never_fits,
+       reason: "claim user07/big is pending (pod user07/train cannot be scheduled) and never fits as asked: no GPU
+         has memory >= 100Gi (the largest has 80Gi). Change the request: ask for no more than the devices offer.",
+       scheduler_said: "0/3 nodes are available: 3 cannot allocate all claims. ..."}
 device_classes:
   description: Names of the DeviceClasses in the cluster.
   returned: always
@@ -468,12 +474,9 @@ shared_devices:
   type: list
   elements: dict
   sample:
-    - driver: gpu.example.com
-      pool: node1
-      device: gpu-0
-      node: node1
-      claims: [user01/small-1, user01/small-2, user01/small-3]
-      capacity: {memory: {total: 80Gi, used: 30Gi, free: 50Gi}, compute: {total: "100", used: "30", free: "70"}}
+    - {driver: gpu.example.com, pool: node1, device: gpu-0, node: node1,
+       claims: [user01/small-1, user01/small-2, user01/small-3],
+       capacity: {memory: {total: 80Gi, used: 30Gi, free: 50Gi}, compute: {total: "100", used: "30", free: "70"}}}
 tainted_devices:
   description:
     - Per tainted device, its taints (C(key), C(value), C(effect), and C(rule), the DeviceTaintRule that set it, or
@@ -482,11 +485,8 @@ tainted_devices:
   type: list
   elements: dict
   sample:
-    - driver: gpu.example.com
-      pool: node1
-      node: node1
-      device: gpu-0
-      taints: [{key: dralab.workshop/maintenance, value: gpu-0, effect: NoSchedule, rule: maintenance-gpu-0}]
+    - {driver: gpu.example.com, pool: node1, node: node1, device: gpu-0,
+       taints: [{key: dralab.workshop/maintenance, value: gpu-0, effect: NoSchedule, rule: maintenance-gpu-0}]}
 report_lines:
   description:
     - The report for a person, one line each, as role lab_health prints it. The verdict with the number of errors
@@ -551,8 +551,8 @@ def run(module, client, now=None):
     params = module.params
     if not cel_types.HAS_CEL:
         module.fail_json(msg=missing_required_lib(cel_types.CEL_LIBRARY), exception=cel_types.CEL_IMPORT_ERROR)
-    for option, parse in (('stale_claim_age', parse_duration), ('event_end', parse_event_time)) + (
-            (('snapshot_lease_max', parse_duration),) if params['snapshot_dest'] else ()):
+    for option, parse in (('stale_claim_age', parse_duration), ('event_end', parse_event_time),
+                          ('snapshot_lease_max', parse_duration)):
         try:
             parse(params[option])
         except ValueError as exc:
@@ -568,8 +568,8 @@ def run(module, client, now=None):
         module.warn(warning)
     board = dict(lease_max=params['snapshot_lease_max'], title=params['snapshot_title']) if params['snapshot_dest'] else None
     lab = board_build.build(
-        data, now=now, board=board, report_events=params['include_events'], driver=params['driver'],
-        expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
+        data, now=now, board=board, report_events=params['include_events'], lease_max=params['snapshot_lease_max'],
+        driver=params['driver'], expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
         node_selector=params['node_selector'], stale_claim_age=params['stale_claim_age'],
         plugin_labels=params['plugin_labels'] if params['check_plugins'] else None)
     report, result = lab['report'], dict(changed=False)

@@ -50,7 +50,8 @@ CLIENTS = 100
 LATENCY = 2.0  # seconds from the API change to the browsers
 # (group, resource) of every kind the board watches.
 WATCHED = {("resource.k8s.io", "deviceclasses"), ("resource.k8s.io", "resourceslices"),
-           ("resource.k8s.io", "resourceclaims"), ("", "pods"), ("", "nodes"), ("", "namespaces"), ("", "events")}
+           ("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates"), ("", "pods"),
+           ("", "nodes"), ("", "namespaces"), ("", "events")}
 LONGRUNNING = re.compile(r'^apiserver_longrunning_requests\{([^}]*)\} (\S+)$', re.M)
 LABEL = re.compile(r'(\w+)="([^"]*)"')
 

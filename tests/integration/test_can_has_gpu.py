@@ -82,8 +82,9 @@ def test_the_five_commands(control_plane, tool, reaper):
     api = control_plane.api_client
     wait_occupancy(api, "user01", 0)
     big = tool.show(tool.run("user01", "reserve", "--memory", "100Gi"))
-    assert big.rc == 3, big.describe()
+    assert big.rc == 5, big.describe()  # never fits as asked: refused at once
     assert "100Gi" in big.stdout and "80Gi" in big.stdout, big.describe()
+    assert "never fits" in big.stdout and "--memory 80Gi or less" in big.stdout, big.describe()
     assert not seat_claims(api, "user01"), "a refused reserve must not leave its claim behind"
 
     got = tool.show(tool.run("user01", "reserve", "--for", "1h"))

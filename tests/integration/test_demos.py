@@ -114,7 +114,9 @@ def test_dra_health_explains_the_pending_claim(control_plane, workshop, demo):
     assert f"pod {NS}/huge-gpu cannot be scheduled" in problem["reason"]
     # The explainer adds what the scheduler's one-liner does not say.
     assert (problem["explain_reason"], problem["allocatable_now"]) == ("no_matching_device", False)
-    assert problem["explain_sentence"] == "no GPU has memory >= 100Gi (the largest has 80Gi)."
+    assert problem["verdict"] == "never_fits" and "cannot allocate all claims" in problem["scheduler_said"]
+    assert problem["explain_sentence"] == ("no GPU has memory >= 100Gi (the largest has 80Gi). Change the request: "
+                                           "ask for no more than the devices offer.")
     assert (row["explain_reason"], row["explain_sentence"]) == ("no_matching_device", problem["explain_sentence"])
 
     shared = rows[(NS, "shared-gpu")]
@@ -136,8 +138,7 @@ def test_health_playbook_reports_the_pending_claim(control_plane, workshop, demo
     huge = claim_of(control_plane.api_client, "huge-gpu").metadata.name
     run = workshop.converge("playbooks/health.yml")  # a pending claim is a warning, not a failure
     assert "DRA lab healthy: 0 error(s), 1 warning(s)" in run.flat, run.describe()
-    assert f"WARNING ResourceClaim {NS}/{huge}: claim {NS}/{huge} is pending because pod {NS}/huge-gpu " \
-           "cannot be scheduled" in run.flat, run.describe()
-    assert "cannot allocate all claims" in run.flat, run.describe()
-    assert "Explainer (no_matching_device): no GPU has memory >= 100Gi (the largest has 80Gi)." in run.flat, \
-        run.describe()
+    assert f"WARNING ResourceClaim {NS}/{huge}: claim {NS}/{huge} is pending (pod {NS}/huge-gpu " \
+           "cannot be scheduled) and never fits as asked: no GPU has memory >= 100Gi (the largest has 80Gi). " \
+           "Change the request: ask for no more than the devices offer." in run.flat, run.describe()
+    assert "scheduler said: 0/3 nodes are available: 3 cannot allocate all claims" in run.flat, run.describe()

@@ -115,9 +115,13 @@ def test_dra_health_summary_matches_the_api(control_plane, workshop, rush):
             # The explainer names who holds the GPUs (seat, device, node).
             assert row["explain_reason"] == "all_matching_in_use"
             assert row["explain_sentence"].startswith("24 GPUs match; all are in use: gpu-0 on node-1 by user")
+            assert row["verdict"] == "waits" and "Wait until one of them is released" in row["explain_sentence"]
     for problem in pending:
         assert problem["explain_reason"] == "all_matching_in_use" and problem["allocatable_now"] is False
-        assert problem["reason"].endswith("Explainer (all_matching_in_use): " + problem["explain_sentence"])
+        # The diagnosis is the sentence; the scheduler's words are evidence apart.
+        assert problem["reason"].endswith(" and waits for a device in use: " + problem["explain_sentence"])
+        assert "cannot allocate all claims" in problem["scheduler_said"]
+        assert problem["scheduler_said"] not in problem["reason"]
 
 
 def test_reset_in_check_mode_deletes_nothing(control_plane, workshop, rush):

@@ -24,8 +24,12 @@ _QUOTA_PART = re.compile(r"\b(requested|used|limited): (\S+)")
 _POLICY_DENIAL = "denied request: "
 _HELD = re.compile(r"already holds (\d+) of (\d+) GPU claim")
 
-# can-has-gpu's exit statuses: refused, bad usage, no GPU can be allocated now, the API unreachable or refusing the seat.
-EXIT_REFUSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_API = 1, 2, 3, 4
+# can-has-gpu's exit statuses (cli.py documents them): refused, bad usage, no GPU can be allocated now, the API
+# unreachable or refusing the seat, the request never fits the lab as asked (change it).
+EXIT_REFUSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_API, EXIT_NEVER_FITS = 1, 2, 3, 4, 5
+
+# The verdicts (plugins/module_utils/dra/diagnosis.py) that only a changed request mends: exit EXIT_NEVER_FITS.
+CHANGE_VERDICTS = ("never_fits", "claim_missing")
 
 
 class Refusal(Exception):

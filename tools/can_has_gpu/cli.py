@@ -2,8 +2,18 @@
 
 Runs as your seat with your own kubeconfig (~/.kube/config) and only in your
 namespace. Every refusal is one sentence with what to do and a non-zero exit
-status: 1 refused, 2 bad usage, 3 no GPU can be allocated now, 4 the API
-cannot be reached or refuses your credentials.
+status:
+  1  refused (quota, policy, an unknown class, a lease too long)
+  2  bad usage
+  3  no GPU can be allocated now: the GPUs that fit are in use (the sentence
+     names who holds them and when the first lease ends), or blocked (ask the
+     instructor); nothing is held for you, reserve again later
+  4  the API cannot be reached or refuses your credentials
+  5  the request never fits the lab as asked (no GPU is that large, no class
+     of that name, ...; or a pod of yours waits for a claim that does not
+     exist): waiting does not help, change the request as the sentence says
+reserve refuses a request that never fits at once, before it makes anything;
+why exits 0 when the claim has (or can get) its GPU, else 3 or 5 as above.
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ import sys
 import time
 
 from . import __version__, render, service
-from .api import EXIT_NO_GPU, EXIT_REFUSED, EXIT_USAGE, Refusal
+from .api import CHANGE_VERDICTS, EXIT_NEVER_FITS, EXIT_NO_GPU, EXIT_REFUSED, EXIT_USAGE, Refusal
 from .settings import SettingsError, load_settings
 
 EXAMPLES = """\
@@ -27,6 +37,9 @@ examples:
   can-has-gpu why                          why your newest claim has no GPU (or which one it has)
   can-has-gpu release --all                pods first, then the claims
   can-has-gpu status --output json         every command speaks JSON too
+
+exit status: 0 done, 1 refused, 2 bad usage, 3 no GPU now (wait: the sentence says for whom and how long),
+4 the API unreachable or refusing you, 5 never fits as asked (change the request: the sentence says how)
 """
 
 
@@ -125,7 +138,7 @@ def cmd_reserve(args, settings, out) -> int:
         out.result(result, render.reserved_text(result))
         return 0
     out.result(result, render.no_gpu_text(result))
-    return EXIT_NO_GPU
+    return EXIT_NEVER_FITS if result.get("verdict") in CHANGE_VERDICTS else EXIT_NO_GPU
 
 
 def cmd_status(args, settings, out) -> int:
@@ -137,7 +150,9 @@ def cmd_status(args, settings, out) -> int:
 def cmd_why(args, settings, out) -> int:
     answer = service.why(args.kubeconfig, settings, args.claim)
     out.result(answer, render.why_text(answer))
-    return 0 if answer.get("allocatable") else EXIT_NO_GPU
+    if answer.get("allocatable"):
+        return 0
+    return EXIT_NEVER_FITS if answer.get("verdict") in CHANGE_VERDICTS else EXIT_NO_GPU
 
 
 def cmd_release(args, settings, out) -> int:

@@ -1,4 +1,6 @@
-"""What a seat can learn about the lab: its claims and pods, the devices, the occupancy, the explainer's answer."""
+"""What a seat can learn about the lab: its claims, templates and pods, the devices, the occupancy, the explainer's
+answer (with its diagnosis, plugins/module_utils/dra/diagnosis.py), its pods that wait for a claim that does not
+exist."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ import datetime
 from dataclasses import dataclass, field
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import scheduler_message
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims import missing_claims
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
 
 from .api import Api
@@ -23,6 +27,7 @@ class SeatView:
     nodes: list[dict] = field(default_factory=list)
     quotas: list[dict] = field(default_factory=list)
     occupancy: list[dict] | None = None  # None: no occupancy published (the reaper is not running)
+    templates: list[dict] | None = None  # the seat's ResourceClaimTemplates (None: not read)
 
     def claim(self, name: str) -> dict | None:
         return next((c for c in self.claims if c["metadata"]["name"] == name), None)
@@ -56,7 +61,8 @@ class SeatView:
 
 
 def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
-    """The seat's claims and pods; with full, also devices, classes, nodes, quotas and the lab's occupancy."""
+    """The seat's claims and pods; with full, also its templates, devices, classes, nodes, quotas and the lab's
+    occupancy."""
     view = SeatView(api.namespace,
                     api.items("listing your claims", api.ns_path("resourceclaims")),
                     api.items("listing your pods", api.ns_path("pods")))
@@ -65,6 +71,7 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
         view.device_classes = api.items("listing the GPU classes", "/apis/resource.k8s.io/v1/deviceclasses")
         view.nodes = api.items("listing the nodes", "/api/v1/nodes")
         view.quotas = api.items("reading your quota", api.ns_path("resourcequotas"))
+        view.templates = api.items("listing your claim templates", api.ns_path("resourceclaimtemplates"))
         configmap = api.call("reading the lab's occupancy board", "GET",
                              api.ns_path("configmaps", settings.occupancy), missing_ok=True)
         view.occupancy = read_occupancy(configmap)
@@ -81,14 +88,25 @@ def claim_state(claim: dict, pods: list[dict]) -> str:
     return "in use" if dra_objects.in_use(claim, pods) else "allocated"
 
 
-def explain(view: SeatView, claim: dict, now: datetime.datetime) -> dict:
-    """The explainer's answer for one of the seat's claims (plugins/module_utils/dra/explain.py)."""
+def explain(view: SeatView, claim: dict, now: datetime.datetime, lease_max: int | None = None) -> dict:
+    """The explainer's answer for one of the seat's claims (plugins/module_utils/dra/explain.py), with its diagnosis;
+    lease_max: the lab's longest lease (the lease end of the holders it names)."""
     from ansible_collections.dralab.workshop.plugins.module_utils.dra.explain import (  # pylint: disable=import-outside-toplevel
         explain_claim,
     )
     return explain_claim(claim, device_classes=view.device_classes, slices=view.slices, claims=view.lab_claims(),
                          pods=view.pods, nodes=view.nodes, quotas=view.quotas, namespaces=view.seat_namespaces(),
-                         now=now)
+                         now=now, lease_max=lease_max)
+
+
+def scheduler_said(view: SeatView, claim: dict) -> str | None:
+    """What the scheduler said about the pod of a claim it could not schedule (evidence, apart from the sentence)."""
+    return next((m for m in (scheduler_message(p) for p in users_of(view, claim)) if m), None)
+
+
+def pods_waiting(view: SeatView) -> list[dict]:
+    """The seat's pods that wait for a claim or template that does not exist (dra/pod_claims.py findings)."""
+    return missing_claims(view.pods, view.claims, view.templates)
 
 
 def users_of(view: SeatView, claim: dict) -> list[dict]:

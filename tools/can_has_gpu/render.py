@@ -1,6 +1,7 @@
 """Text output of can-has-gpu: tables and sentences (the JSON output is the same data, unformatted).
 
-service.py words the sentences that are part of a result's data (the explainer's, a claim's GPU); the rest is here.
+service.py words the sentences that are part of a result's data (the explainer's diagnosis, a claim's GPU); the rest
+is here. What the scheduler said is evidence: a line of its own, never part of a sentence.
 """
 
 from __future__ import annotations
@@ -31,12 +32,15 @@ def status_text(report: dict) -> str:
                          describe_left(c["lease_left_seconds"]), ", ".join(c["pods"]) or "-"])
         out.append(table(["CLAIM", "STATE", "DEVICE", "NODE", "AGE", "LEASE LEFT", "PODS"], rows))
         for c in claims:
+            if c.get("sentence"):
+                out.append(f"  {diagnosis_text(c['name'], c)}")
             for d in c["devices"]:
                 if d.get("data"):
                     data = ", ".join(f"{k}={v}" for k, v in sorted(d["data"].items()))
                     out.append(f"  {c['name']} {d['device']}: {data}")
     else:
         out.append(f"You hold no claims in {report['namespace']}. Reserve a GPU with: can-has-gpu reserve")
+    out.extend(pods_waiting_lines(report.get("pods_waiting") or []))
     free = report["free"]
     if free is None:
         out.append("Free GPUs in the lab: unknown (the lab's occupancy board is not published: "
@@ -57,14 +61,39 @@ def reserved_text(result: dict) -> str:
             f"Give it back: can-has-gpu release {result['claim']}")
 
 
+def evidence(result: dict) -> list[str]:
+    return [f"scheduler said: {result['scheduler_said']}"] if result.get("scheduler_said") else []
+
+
+def diagnosis_text(name: str | None, result: dict) -> str:
+    """'gpu-x7k2p never fits as asked: SENTENCE' (the headline of the diagnosis, when there is one)."""
+    head = " ".join(filter(None, [name, result.get("headline")]))
+    return f"{head}: {result['sentence']}" if head else result["sentence"]
+
+
+def pods_waiting_lines(findings: list[dict]) -> list[str]:
+    return [f["sentence"][:1].upper() + f["sentence"][1:] for f in findings]
+
+
 def no_gpu_text(result: dict) -> str:
-    return (f"No GPU for you right now: {result['sentence']}\nNothing is held for you; try again later "
-            "(can-has-gpu status shows the free GPUs).")
+    if result.get("verdict") == "never_fits":
+        lines = [f"This request never fits the lab as asked: {result['sentence']}"]
+        lines += [result["hint"]] if result.get("hint") else []
+        return "\n".join(lines + ["Nothing was made for you; waiting would not help."])
+    return "\n".join([f"No GPU for you right now: {result['sentence']}", *evidence(result),
+                      "Nothing is held for you: reserve again when a GPU is free (can-has-gpu status shows the free "
+                      "GPUs)."])
 
 
 def why_text(answer: dict) -> str:
-    """An allocated claim's sentence names it already; a waiting claim's is the explainer's, after its name."""
-    return answer["sentence"] if answer["allocated"] else f"{answer['claim']}: {answer['sentence']}"
+    """An allocated claim's sentence names it already; a waiting claim's diagnosis follows its name, what the
+    scheduler said on a line of its own; then the seat's pods that wait for a claim that does not exist."""
+    waiting = pods_waiting_lines(answer.get("pods_waiting") or [])
+    if answer["allocated"]:
+        return "\n".join([answer["sentence"], *waiting])
+    if answer.get("claim") is None:  # no claim, only pods that wait for one
+        return "\n".join(waiting)
+    return "\n".join([diagnosis_text(answer["claim"], answer), *evidence(answer), *waiting])
 
 
 def released_text(result: dict) -> str:

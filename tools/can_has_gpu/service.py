@@ -2,8 +2,11 @@
 
 Each command returns its result as data (what `-o json` prints; cli.py renders it as
 text) and tells what it waits for through a Progress (cli.Out). reserve is a chain of
-steps: check the request, make the claim and its holder pod, wait for a GPU while
-asking the explainer why none comes, then report the GPU or take the claim back.
+steps: check the request (one that never fits the lab as asked is refused before
+anything is made), make the claim and its holder pod, wait for a GPU while asking the
+explainer why none comes, then report the GPU or take the claim back. What a claim
+without a GPU is told is the explainer's diagnosis (plugins/module_utils/dra/diagnosis.py),
+the same words dra_health and the board say; what the scheduler said is kept apart.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import scheduler_message
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices
-from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, format_time
+from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, format_time, parse_quantity
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import (
     LeaseError,
     age_seconds,
@@ -27,7 +31,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
 from .api import EXIT_NO_GPU, EXIT_USAGE, Api, Refusal
-from .lab import SeatView, claim_state, explain, seat_view, users_of
+from .lab import SeatView, claim_state, explain, pods_waiting, scheduler_said, seat_view, users_of
 from .objects import claim_body, holder_pod, memory_selector, workload_pod
 from .occupancy import free_devices, published_devices
 from .render import devices_text
@@ -91,10 +95,12 @@ def pick_claim(view: SeatView, name: str | None, purpose: str, prefer: Callable[
     return preferred[0]
 
 
-def explain_sentence(view: SeatView, claim: dict, now: datetime.datetime) -> tuple[dict | None, str]:
-    """The explainer's answer and its sentence; never fails (a claim is not lost over an explanation)."""
+def explain_sentence(view: SeatView, claim: dict, now: datetime.datetime,
+                     settings: Settings | None = None) -> tuple[dict | None, str]:
+    """The explainer's answer (with its diagnosis) and its sentence; never fails (a claim is not lost over an
+    explanation)."""
     try:
-        answer = explain(view, claim, now)
+        answer = explain(view, claim, now, settings.lease_max_seconds if settings is not None else None)
     except Exception as exc:  # pylint: disable=broad-exception-caught  # never lose the claim over it
         return None, f"no explanation available ({type(exc).__name__}: {exc})"
     sentence = answer.get("sentence") or answer.get("reason") or "no explanation"
@@ -128,11 +134,13 @@ class ReserveRequest:
 
 @dataclass
 class Waited:
-    """How waiting for a GPU ended: the allocated claim (None: no GPU), and the explainer's last word."""
+    """How waiting for a GPU ended: the allocated claim (None: no GPU), the explainer's last word, and what the
+    scheduler said about the holder pod."""
 
     claim: dict | None
     answer: dict | None
     sentence: str | None
+    scheduler_said: str | None = None
 
 
 def reserve_request(settings: Settings, device_class: str | None, count: int, memory: str | None,
@@ -201,12 +209,10 @@ def make_claim(api: Api, request: ReserveRequest, settings: Settings) -> str:
     return name
 
 
-def scheduler_gave_up(api: Api, name: str) -> bool:
-    """Whether the scheduler has tried the holder pod and found no GPU for it (PodScheduled False)."""
+def scheduler_gave_up(api: Api, name: str) -> str | None:
+    """What the scheduler said when it tried the holder pod and found no GPU for it (PodScheduled False), or None."""
     pod = api.call("reading the holder pod", "GET", api.ns_path("pods", f"{name}-holder"), missing_ok=True)
-    scheduled = next((c for c in ((pod or {}).get("status") or {}).get("conditions") or []
-                      if c.get("type") == "PodScheduled"), None)
-    return bool(scheduled and scheduled.get("status") == "False" and scheduled.get("message"))
+    return scheduler_message(pod)
 
 
 def wait_for_gpu(api: Api, settings: Settings, name: str, wait_seconds: int, started: float,
@@ -223,9 +229,9 @@ def wait_for_gpu(api: Api, settings: Settings, name: str, wait_seconds: int, sta
         if gave_up:
             answer, sentence = why_waiting(api, settings, name, claim)
             if answer is not None and not answer.get("allocatable", True):
-                return Waited(None, answer, sentence)
+                return Waited(None, answer, sentence, gave_up)
         if waited >= wait_seconds:
-            return Waited(None, answer, sentence)
+            return Waited(None, answer, sentence, gave_up)
         progress.progress(f"Waiting for a GPU for claim {name}: {int(waited)}s" + (f" ({sentence})" if sentence else ""))
         time.sleep(1)
 
@@ -233,7 +239,32 @@ def wait_for_gpu(api: Api, settings: Settings, name: str, wait_seconds: int, sta
 def why_waiting(api: Api, settings: Settings, name: str, claim: dict) -> tuple[dict | None, str]:
     """Step 5: the explainer's answer for a claim the scheduler found no GPU for, on a fresh view of the lab."""
     view = seat_view(api, settings)
-    return explain_sentence(view, view.claim(name) or claim, now_utc())
+    return explain_sentence(view, view.claim(name) or claim, now_utc(), settings)
+
+
+def memory_hint(view: SeatView, request: ReserveRequest, answer: dict) -> str | None:
+    """The request's change in can-has-gpu's words, when --memory asks for more than any GPU has."""
+    memories = [info["memory"] for info in view.device_info().values() if info.get("memory")]
+    if not (request.memory and memories and answer.get("reason") == "no_matching_device"):
+        return None
+    largest = max(memories, key=parse_quantity)
+    return f"With can-has-gpu: reserve --memory {largest} or less (or without --memory)."
+
+
+def never_fits(api: Api, settings: Settings, request: ReserveRequest) -> dict | None:
+    """Step 2b: the request explained before anything is made; the refusal (result data) when it never fits the lab
+    as asked, else None. The explainer's search ignores who holds what for this verdict, so the seat's partial view
+    of the lab (its own claims and the occupancy) answers it as dra_health would."""
+    view = seat_view(api, settings)
+    body = claim_body(request.device_class, request.count, request.selectors, "", "")
+    body["metadata"].update(name="(new)", namespace=api.namespace)
+    answer, sentence = explain_sentence(view, body, now_utc(), settings)
+    if answer is None or answer.get("verdict") != "never_fits":
+        return None
+    return {"claim": None, "namespace": api.namespace, "allocated": False, "verdict": "never_fits",
+            "headline": answer["headline"], "action": answer["action"], "sentence": sentence,
+            "hint": memory_hint(view, request, answer), "explanation": answer, "scheduler_said": None,
+            "waited_seconds": 0}
 
 
 def take_back(api: Api, name: str, timeout: float = GONE_WAIT) -> None:
@@ -260,6 +291,9 @@ def reserve(kubeconfig: str | None, request: ReserveRequest, settings: Settings,
     """A GPU now, for the request's lease: the result says which (allocated) or why none (and nothing is held)."""
     api = Api.connect(kubeconfig)
     check_class(api, request.device_class)
+    refused = never_fits(api, settings, request)
+    if refused is not None:
+        return refused
     name = make_claim(api, request, settings)
     progress.progress(f"Claim {name} made; waiting for a GPU ({request.count} x {request.device_class}"
                       + (f", memory >= {request.memory}" if request.memory else "") + ")...")
@@ -269,8 +303,11 @@ def reserve(kubeconfig: str | None, request: ReserveRequest, settings: Settings,
         return reserved(api, settings, name, waited.claim, started)
     take_back(api, name)
     sentence = waited.sentence or f"no GPU was allocated within {format_age(request.wait_seconds)}."
+    answer = waited.answer or {}
     return {"claim": name, "namespace": api.namespace, "allocated": False, "sentence": sentence,
-            "explanation": waited.answer, "waited_seconds": round(time.monotonic() - started, 1)}
+            "verdict": answer.get("verdict"), "headline": answer.get("headline"), "action": answer.get("action"),
+            "hint": None, "explanation": waited.answer, "scheduler_said": waited.scheduler_said,
+            "waited_seconds": round(time.monotonic() - started, 1)}
 
 
 # --- status, why, release ----------------------------------------------------------------------
@@ -287,21 +324,44 @@ def free_gpus(view: SeatView, settings: Settings) -> dict | None:
             "by_node": by_node}
 
 
+def diagnosis_of(view: SeatView, claim: dict, settings: Settings, now: datetime.datetime) -> dict:
+    """A claim without a GPU as status and why tell it: the explainer's verdict, headline and sentence, and what the
+    scheduler said about its pod (apart)."""
+    answer, sentence = explain_sentence(view, claim, now, settings)
+    answer = answer or {}
+    return {"verdict": answer.get("verdict"), "headline": answer.get("headline"), "action": answer.get("action"),
+            "sentence": sentence, "scheduler_said": scheduler_said(view, claim)}
+
+
 def status(kubeconfig: str | None, settings: Settings) -> dict:
-    """The seat's claims (oldest first), the lab's free GPUs, the lease settings and the GPU classes."""
+    """The seat's claims (oldest first; one without a GPU with its diagnosis), the seat's pods that wait for a claim
+    that does not exist, the lab's free GPUs, the lease settings and the GPU classes."""
     api = Api.connect(kubeconfig)
     view = seat_view(api, settings)
     now = now_utc()
     claims = sorted(view.claims, key=lambda c: c["metadata"].get("creationTimestamp") or "")
-    return {"namespace": api.namespace, "claims": [claim_row(view, c, settings, now) for c in claims],
+    rows = []
+    for claim in claims:
+        row = claim_row(view, claim, settings, now)
+        if not row["devices"] and not claim["metadata"].get("deletionTimestamp"):
+            row.update(diagnosis_of(view, claim, settings, now))
+        rows.append(row)
+    return {"namespace": api.namespace, "claims": rows, "pods_waiting": pods_waiting(view),
             "free": free_gpus(view, settings), "lease_default": settings.lease_default,
             "lease_max": settings.lease_max, "classes": sorted(c["metadata"]["name"] for c in view.device_classes)}
 
 
 def why(kubeconfig: str | None, settings: Settings, name: str | None) -> dict:
-    """Which GPU a claim has, or the explainer's answer for why it has none (default: the newest pending claim)."""
+    """Which GPU a claim has, or the explainer's answer for why it has none (default: the newest pending claim);
+    with no claim named and none made, the seat's pods that wait for a claim that does not exist."""
     api = Api.connect(kubeconfig)
     view = seat_view(api, settings)
+    waiting = pods_waiting(view)
+    if not name and not view.claims and waiting:
+        first = waiting[0]
+        return {"claim": None, "allocatable": False, "allocated": False, "reason": first["verdict"],
+                "verdict": first["verdict"], "headline": first["headline"], "action": first["action"],
+                "sentence": first["sentence"], "scheduler_said": None, "pods_waiting": waiting}
     claim = pick_claim(view, name, "explain", lambda c: not allocated_devices(c))
     now = now_utc()
     row = claim_row(view, claim, settings, now)
@@ -309,9 +369,10 @@ def why(kubeconfig: str | None, settings: Settings, name: str | None) -> dict:
         sentence = (f"{row['name']} has its GPU: {devices_text(row['devices'])}, lease left "
                     f"{describe_left(row['lease_left_seconds'])}.")
         return {"claim": row["name"], "allocatable": True, "allocated": True, "reason": "allocated",
-                "sentence": sentence, "devices": row["devices"]}
-    answer, sentence = explain_sentence(view, claim, now)
-    return dict(answer or {}, claim=row["name"], allocated=False, sentence=sentence)
+                "verdict": "allocated", "sentence": sentence, "devices": row["devices"], "pods_waiting": waiting}
+    answer, sentence = explain_sentence(view, claim, now, settings)
+    return dict(answer or {}, claim=row["name"], allocated=False, sentence=sentence,
+                scheduler_said=scheduler_said(view, claim), pods_waiting=waiting)
 
 
 def release_targets(view: SeatView, name: str | None, everything: bool) -> list[dict]:

@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import datetime
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_state
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_time
 
-# The objects build() reads (dra_collect.collect() returns them under these keys; a missing key is none).
-OBJECT_KINDS = ('device_classes', 'slices', 'claims', 'pods', 'nodes', 'namespaces', 'events', 'device_taint_rules')
+# The objects build() reads (dra_collect.collect() returns them under these keys; a missing key is none, but for
+# claim_templates: not read, so no pod is judged on its templates).
+OBJECT_KINDS = ('device_classes', 'slices', 'claims', 'pods', 'nodes', 'namespaces', 'events', 'device_taint_rules',
+                'claim_templates')
 # What the board's own judgement takes of the options (without the report's events it judges apart, with these).
 BOARD_JUDGEMENT = ('driver', 'expected_devices_per_node', 'stale_claim_age')
 
 
-def build(objects, now=None, board=None, report_events=True, **options):
+def build(objects, now=None, board=None, report_events=True, lease_max=None, **options):
     """The lab's report and, when board options are given, its board.
 
     objects: {kind: [object]} as dra_collect.collect() reads them (OBJECT_KINDS); now: aware datetime or RFC 3339
@@ -33,18 +36,26 @@ def build(objects, now=None, board=None, report_events=True, **options):
     expected_nodes, node_selector, plugin_labels); board: None (no board) or board_state.arrange's options
     (lease_max, title, people, activity); report_events: whether the report reads the FailedScheduling events
     (dra_health's include_events). The board always reads them: a report without them is not the board's, which
-    is then judged on its own with the board's options (BOARD_JUDGEMENT).
+    is then judged on its own with the board's options (BOARD_JUDGEMENT). lease_max: the lab's longest lease, for
+    the lease end of the holders a waiting claim is told about (default: the board's lease_max, that is the lab's,
+    else only the claims' lease annotations).
 
     Returns {'report': dra_health.analyze's report, 'board': the board's state or None}.
     """
     now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
     lists = dict((kind, list(objects.get(kind) or [])) for kind in OBJECT_KINDS)
-    cluster = dict((kind, lists[kind]) for kind in OBJECT_KINDS if kind != 'events')
-    explanations = dra_explain.explain_pending(now=now, **cluster)
+    templates = lists['claim_templates'] if objects.get('claim_templates') is not None else None
+    cluster = dict((kind, lists[kind]) for kind in OBJECT_KINDS if kind not in ('events', 'claim_templates'))
+    if board is not None:
+        # The lease ends on the tiles and in the sentences come from one maximum.
+        board = dict(board, lease_max=board.get('lease_max') or lab_settings.default('dralab_lease_max'))
+        lease_max = board['lease_max'] if lease_max is None else lease_max
+    explanations = dra_explain.explain_pending(now=now, lease_max=lease_max, **cluster)
     by_claim = dict((answer['claim'], answer) for answer in explanations)
 
     def judge(events, **judgement):
-        return dra_health.analyze(events=events, now=now, explanations=by_claim, **dict(cluster, **judgement))
+        return dra_health.analyze(events=events, now=now, explanations=by_claim, claim_templates=templates,
+                                  **dict(cluster, **judgement))
 
     report = judge(lists['events'] if report_events else [], **options)
     if board is None:

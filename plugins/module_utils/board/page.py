@@ -51,6 +51,7 @@ th, td { text-align:left; padding:.25em .6em; border-bottom:1px solid var(--line
 th { color:var(--dim); font-weight:600; }
 .error { color:#ff8a80; } .warning { color:#ffd180; }
 .problems li { margin:.3em 0; }
+.evidence { font-size:.85em; } .verdict.never_fits, .verdict.claim_missing { color:#ff8a80; }
 #status.live { color:#69f0ae; } #status.down { color:#ff8a80; }
 .cols { display:grid; grid-template-columns:repeat(auto-fit, minmax(28em, 1fr)); gap:0 2em; }
 """
@@ -160,7 +161,12 @@ SCRIPT = r"""
       var tp = table(['seat', 'claim', 'waiting', 'why']);
       board.pending.forEach(function (p) {
         var row = el('tr'); row.setAttribute('data-claim', p.namespace + '/' + p.claim);
-        cell(row, who(p.seat, p.namespace)); cell(row, p.claim); cell(row, age(p.since)); cell(row, words(p.sentence));
+        cell(row, who(p.seat, p.namespace)); cell(row, p.claim); cell(row, age(p.since));
+        var why = el('td');
+        if (p.headline) { why.appendChild(el('strong', 'verdict ' + p.verdict, p.headline + ': ')); }
+        why.appendChild(el('span', null, words(p.sentence)));
+        if (p.scheduler_said) { why.appendChild(el('div', 'dim evidence', 'scheduler said: ' + p.scheduler_said)); }
+        row.appendChild(why);
         tp.appendChild(row);
       });
       pending.appendChild(tp);
@@ -173,6 +179,7 @@ SCRIPT = r"""
       board.problems.forEach(function (p) {
         var item = el('li'); item.appendChild(el('strong', p.severity, p.severity.toUpperCase() + ' '));
         item.appendChild(el('span', null, p.object + ': ' + words(p.reason)));
+        if (p.scheduler_said) { item.appendChild(el('div', 'dim evidence', 'scheduler said: ' + p.scheduler_said)); }
         list.appendChild(item);
       });
       problems.appendChild(list);

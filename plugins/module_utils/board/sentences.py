@@ -4,7 +4,7 @@
 """The sentences of a board as data: text with the ages it names kept as absolute times.
 
 dra_health and the explainer word their sentences at one time, with ages in
-them ("created 2h40m ago", "gpu-3 on node1 by user07 for 12m"). The board keeps
+them ("created 2h40m ago", "gpu-3 on node1 by user07/gpu-x7k2p for 12m"). The board keeps
 such a sentence as a list of parts: strings, and {'since': RFC 3339 time} where
 an age stood, so the board's state does not change while only the clock moves
 on; the page writes each age back against its own clock (board_page.words), in
@@ -17,6 +17,7 @@ plugin's last restart (its container's finishedAt). Any other text stays as it i
 
 from __future__ import annotations
 
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import holder_phrase
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, parse_time
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 
@@ -80,9 +81,8 @@ class Sentences:
             for holder in row.get('holders') or ():
                 stamp = self.created.get(holder.get('claim'))
                 if holder.get('age') and stamp:
-                    before = '%s on %s by %s for ' % (holder['device'], holder['node'] or holder['pool'],
-                                                      holder['seat'] or holder['namespace'])
-                    phrases.append((before, holder['age'], '', stamp))
+                    before, age, after = holder_phrase(holder)
+                    phrases.append((before, age, after, stamp))
         return phrases
 
     def pending(self, row):

@@ -11,7 +11,8 @@ device and per seat, adds the lease (seat_lease) and capacity of shared
 devices, and takes the seat of a namespace from the Namespace's labels
 (seat_model.seat_of), never from labels a seat can set.
 
-The state holds absolute times (RFC 3339), never ages: a tile's `since` and
+A waiting claim has its diagnosis (dra/diagnosis.py: verdict, headline, the sentence) and, apart, what the
+scheduler said about its pod. The state holds absolute times (RFC 3339), never ages: a tile's `since` and
 `lease_until`, a seat's `last_activity`, and in the sentences of the waiting
 claims and the problems a {'since': time} part where an age stands
 (board_sentences). The same lab state gives the same board whatever the clock
@@ -132,7 +133,8 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
             continue
         pending.append({'seat': seats.get(row['namespace']), 'namespace': row['namespace'], 'claim': row['name'],
                         'since': row['created'], 'reason': row['explain_reason'] or 'pending',
-                        'sentence': sentences.pending(row)})
+                        'verdict': row['verdict'], 'headline': row['headline'],
+                        'sentence': sentences.pending(row), 'scheduler_said': row['scheduler_said']})
 
     board_seats = _seats(seats, report['claims'], objects['claims'] + objects['pods'], people, activity or {},
                          driver)
@@ -145,8 +147,8 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
         'format': FORMAT, 'view': INSTRUCTOR, 'title': title, 'generated': format_time(now),
         'driver': driver, 'healthy': report['healthy'], 'summary': summary, 'nodes': board_nodes,
         'pending': pending,
-        'problems': [dict(dict((k, p.get(k)) for k in ('severity', 'type', 'object')), reason=sentences.problem(p))
-                     for p in report['problems']],
+        'problems': [dict(dict((k, p.get(k)) for k in ('severity', 'type', 'object', 'verdict', 'scheduler_said')),
+                          reason=sentences.problem(p)) for p in report['problems']],
         'seats': board_seats,
     }
 

@@ -23,6 +23,8 @@ LIST_PATHS = (
     ('pods', '/api/v1/pods'),
     ('nodes', '/api/v1/nodes'),
     ('namespaces', '/api/v1/namespaces'),
+    # Which templates exist: a pod waiting for one that does not is reported (dra/pod_claims.py).
+    ('claim_templates', '/apis/resource.k8s.io/v1/resourceclaimtemplates'),
 )
 EVENTS_PATH = '/api/v1/events'
 # Served only with the DRADeviceTaintRules gate and resource.k8s.io/v1alpha3 (feature device_taints).
@@ -71,8 +73,8 @@ def slim_pod(pod):
 
 
 def collect(client, include_events=True):
-    """Read DeviceClasses, ResourceSlices, ResourceClaims, Pods, Nodes, Namespaces, the DeviceTaintRules where the
-    API serves them (and FailedScheduling events).
+    """Read DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates, Pods, Nodes, Namespaces, the
+    DeviceTaintRules where the API serves them (and FailedScheduling events).
 
     client is a KubeClient (or anything with its list_items(path, query=None)).
 

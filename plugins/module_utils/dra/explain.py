@@ -55,7 +55,15 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import UNTOLERATED_EFFECTS, node_selector_matches
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import natural_key
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta, object_name
-from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, format_age, parse_quantity, parse_time
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
+from ansible_collections.dralab.workshop.plugins.module_utils.values import (
+    SEAT_LABEL,
+    format_age,
+    format_time,
+    parse_duration,
+    parse_quantity,
+    parse_time,
+)
 
 
 _UTC = datetime.timezone.utc
@@ -115,8 +123,9 @@ class Explainer:
     """Indexes a cluster state once; explain(claim) answers for one claim, explain_pending() for all pending."""
 
     def __init__(self, device_classes=(), slices=(), claims=(), pods=(), nodes=(), quotas=(), namespaces=(),
-                 now=None, device_taint_rules=()):
+                 now=None, device_taint_rules=(), lease_max=None):
         self.now = parse_time(now) if now is not None else datetime.datetime.now(_UTC)
+        self.lease_max = parse_duration(lease_max) if lease_max is not None else None
         self.taint_rules = list(device_taint_rules or [])
         self.classes = dict((object_name(dc), dc) for dc in device_classes or [])
         self.claims = list(claims or [])
@@ -196,10 +205,12 @@ class Explainer:
         created = parse_time(meta.get('creationTimestamp'))
         age = int((self.now - created).total_seconds()) if created else None
         device = self.device_by_key.get(key)
+        seat = self.seats.get(ns)
         return {
             'device': key[2], 'driver': key[0], 'pool': key[1], 'node': device.node if device else None,
-            'namespace': ns, 'seat': self.seats.get(ns), 'claim': '%s/%s' % (ns, meta.get('name')),
+            'namespace': ns, 'seat': seat, 'claim': '%s/%s' % (ns, meta.get('name')),
             'age_seconds': age, 'age': format_age(age) if age is not None else None,
+            'lease_until': format_time(lease_end(claim, self.lease_max)) if seat else None,
             'reserved_for': [r.get('name') for r in (claim.get('status') or {}).get('reservedFor') or []],
         }
 
@@ -287,7 +298,7 @@ class Explainer:
 
 
 def explain_claim(claim, *, device_classes, slices, claims, pods=(), nodes=(), quotas=(), namespaces=(), now=None,
-                  device_taint_rules=()):
+                  device_taint_rules=(), lease_max=None):
     """Why one claim is (not) allocatable right now.
 
     claim: a ResourceClaim dict (a claim not created yet, without metadata.uid, is also checked against the
@@ -295,27 +306,33 @@ def explain_claim(claim, *, device_classes, slices, claims, pods=(), nodes=(), q
     ResourceClaims (their allocations mark devices in use), `quotas` ResourceQuotas, `namespaces` give seats
     (label dralab.workshop/seat). now: time for ages (RFC 3339 string or aware datetime; default: now).
     device_taint_rules: DeviceTaintRules (resource.k8s.io/v1alpha3), whose taints count like the devices' own.
+    lease_max: the lab's longest lease (seconds or a duration), which caps the lease end named for a seat's claim
+    (seat/lease.py lease_end); None: only the claim's lease annotation counts.
 
     Returns a dict:
       claim         "namespace/name"; also namespace, name and seat
       allocatable   True when the scheduler could allocate the claim right now
       reason        a code of REASONS (allocated, allocatable, no_such_class, no_matching_device, ...)
-      sentence      one sentence a participant understands
+      cause         why, in one sentence
+      verdict, action, headline, advice, sentence, first_lease_end, first_lease_claim
+                    the diagnosis (dra/diagnosis.py): never_fits, waits, ...; what to do; sentence = cause + advice,
+                    the words dra_health, the board and can-has-gpu all say
       requests      per request (one row per firstAvailable subrequest): name, request, device_class,
                     allocation_mode, count (None for All), admin_access, first_available_order,
                     devices_in_class, devices_matching (class and request selectors), devices_free,
-                    holders (device, driver, pool, node, namespace, seat, claim, age_seconds, age, reserved_for)
+                    holders (device, driver, pool, node, namespace, seat, claim, age_seconds, age, lease_until
+                    (a seat's claim), reserved_for)
       not_modeled   what the answer did not take into account (see the module docstring)
       node          for an allocatable claim, a node where it fits
     """
     return Explainer(device_classes=device_classes, slices=slices, claims=claims, pods=pods, nodes=nodes,
-                     quotas=quotas, namespaces=namespaces, now=now,
-                     device_taint_rules=device_taint_rules).explain(claim)
+                     quotas=quotas, namespaces=namespaces, now=now, device_taint_rules=device_taint_rules,
+                     lease_max=lease_max).explain(claim)
 
 
 def explain_pending(*, device_classes, slices, claims, pods=(), nodes=(), quotas=(), namespaces=(), now=None,
-                    device_taint_rules=()):
+                    device_taint_rules=(), lease_max=None):
     """Explanations of every pending claim (no allocation), indexing the cluster once."""
     return Explainer(device_classes=device_classes, slices=slices, claims=claims, pods=pods, nodes=nodes,
-                     quotas=quotas, namespaces=namespaces, now=now,
-                     device_taint_rules=device_taint_rules).explain_pending()
+                     quotas=quotas, namespaces=namespaces, now=now, device_taint_rules=device_taint_rules,
+                     lease_max=lease_max).explain_pending()

@@ -3,13 +3,15 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """One pending claim explained: the search the kube-scheduler's DRA allocator makes for it (requests,
 firstAvailable subrequests, matchAttribute constraints, one node for the whole claim, the namespace's quota),
-replayed over the devices the Explainer (dra/explain.py) indexed, and the one sentence that says why it waits."""
+replayed over the devices the Explainer (dra/explain.py) indexed, and its cause in one sentence; dra/diagnosis.py
+turns that into the verdict, the action and the sentence everybody is told."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import ADVICE, REASON_VERDICTS, diagnose, holders_text
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import TERMINATED_PHASES
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import node_blocker, tolerated
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.selectors import describe_selector, device_attribute, int_quantity, selector_hint
@@ -26,6 +28,16 @@ SEARCH_LIMIT = 200000
 
 
 HOLDERS_IN_SENTENCE = 3
+
+
+# Why a node is closed to the pod because of the pod's own spec (dra/placement.py node_blocker): the pod can change it.
+POD_BLOCKERS = ("not the pod's nodeName", "not selected by the pod's nodeSelector")
+
+
+def _finding(reason, cause, verdict=None, advice=None, holders=()):
+    """Why a request (or the claim) cannot be served: the reason code, its cause, and what dra/diagnosis.py needs
+    beyond the reason code (a verdict or an advice of its own, the holders of the devices it waits for)."""
+    return {'reason': reason, 'cause': cause, 'verdict': verdict, 'advice': advice, 'holders': list(holders)}
 
 
 def request_expressions(selectors):
@@ -61,12 +73,16 @@ class ClaimExplanation:
         self.not_modeled = []
         self.rows = []
 
-    def result(self, allocatable, reason, sentence, **extra):
+    def result(self, allocatable, reason, cause, finding=None, **extra):
+        """The answer: the reason code and its cause, with the diagnosis (verdict, action, advice, sentence)."""
+        finding = finding or {}
         out = {
             'claim': self.ref, 'namespace': self.ns, 'name': self.name, 'seat': self.x.seats.get(self.ns),
-            'allocatable': allocatable, 'reason': reason, 'sentence': sentence, 'requests': self.rows,
+            'allocatable': allocatable, 'reason': reason, 'requests': self.rows,
             'not_modeled': sorted(set(self.not_modeled)),
         }
+        out.update(diagnose(reason, cause, advice=finding.get('advice'), verdict=finding.get('verdict'),
+                            holders=finding.get('holders') or (), has_pod=self.pod is not None, now=self.x.now))
         out.update(extra)
         return out
 
@@ -298,8 +314,8 @@ class ClaimExplanation:
                 limit, current = int_quantity(hard[key]), int_quantity(used.get(key, '0'))
                 if current + amount > limit:
                     what = 'claims' if key == CLAIM_COUNT_KEY else 'devices of class %s' % key.split('.deviceclass')[0]
-                    return ('the quota of namespace %s allows %d %s and %d are in use, so %d more do not fit; release '
-                            'a claim first.' % (self.ns, limit, what, current, amount))
+                    return ('the quota of namespace %s allows %d %s and %d are in use, so %d more do not fit.'
+                            % (self.ns, limit, what, current, amount))
         return None
 
     # -- why not ------------------------------------------------------------
@@ -314,33 +330,58 @@ class ClaimExplanation:
             alone = self._alone(by_request[index], usable, blocked)
             if alone is not None:
                 failing.append(alone)
+        # Whether the claim fits once every device is free: what tells one that waits from one that never fits.
+        ever, steps = self._solve(plans, free_only=False)
         if failing:
-            reason, sentence = failing[0]
-            return self.result(False, reason, sentence)
-        ever, _steps = self._solve(plans, free_only=False)
-        when = ('not now: enough of them exist, but some are in use' if ever is not None
+            # A request that never fits makes the claim never fit, whatever the others wait for.
+            order = ('never_fits', 'over_quota', 'blocked', 'waits')
+            found = min(failing, key=lambda f: order.index(_verdict(f)) if _verdict(f) in order else len(order))
+            if _verdict(found) != 'waits' or ever is not None or steps is None:
+                return self.result(False, found['reason'], found['cause'], found)
+            # Each request waits for devices in use, but together they would not fit even once all are free.
+        elif steps is None:
+            return self.result(False, 'search_limit', 'too many combinations of devices to decide whether the '
+                                                      'claim can be allocated; the scheduler may still find one.')
+        holders = []
+        if ever is not None:
+            seen = set()
+            for row in self.rows:
+                for holder in row['holders']:
+                    if (holder['claim'], holder['device'], holder['pool']) not in seen:
+                        seen.add((holder['claim'], holder['device'], holder['pool']))
+                        holders.append(holder)
+        when = ('not now: enough of them exist, but some are in use: %s' % holders_text(holders) if ever is not None
                 else 'and no node has such devices even when all are free')
+        verdict = 'waits' if ever is not None else 'never_fits'
         constraints, self.constraints = self.constraints, []
-        without, _steps = self._solve(plans)
+        # Would the requests fit without the constraints: now when they fit once free, else once free.
+        without, _steps = self._solve(plans, free_only=ever is not None)
         self.constraints = constraints
         if without is not None and any(c.get('matchAttribute') for c in constraints):
             attrs = join_names(sorted(set(c['matchAttribute'] for c in self.constraints if c.get('matchAttribute'))))
             return self.result(False, 'constraint_unsatisfiable',
                                'each request could be served alone, but the requests must get devices with the same '
-                               '%s (matchAttribute) on one node, %s.' % (attrs, when))
+                               '%s (matchAttribute) on one node, %s.' % (attrs, when),
+                               _finding('constraint_unsatisfiable', '', verdict, holders=holders))
         return self.result(False, 'requests_do_not_fit',
                            'each request could be served alone, but all of them must fit on one node together, %s.'
-                           % when)
+                           % when, _finding('requests_do_not_fit', '', verdict, holders=holders))
 
     def _alone(self, alternatives, usable, blocked):
-        """(reason, sentence) when this request cannot be served even alone, else None."""
+        """A finding (_finding) when this request cannot be served even alone, else None."""
         verdicts = [self._alone_one(plan, usable, blocked) for plan in alternatives]
         if all(v is not None for v in verdicts):
             if len(verdicts) == 1:
                 return verdicts[0]
-            return (verdicts[-1][0], 'none of the %d alternatives of request %s can be served: %s' % (
+            # The request waits when one of its alternatives waits (for devices in use, or the instructor).
+            kinds = [_verdict(v) for v in verdicts]
+            verdict = next((k for k in ('waits', 'blocked', 'over_quota') if k in kinds), 'never_fits')
+            deciding = verdicts[kinds.index(verdict)] if verdict in kinds else verdicts[-1]
+            advice = None if verdict == 'waits' else deciding['advice'] or ADVICE.get(deciding['reason'])
+            return _finding(verdicts[-1]['reason'], 'none of the %d alternatives of request %s can be served: %s' % (
                 len(verdicts), alternatives[0]['request'],
-                '; '.join('%s: %s' % (p['name'], v[1].rstrip('.')) for p, v in zip(alternatives, verdicts)) + '.'))
+                '; '.join('%s: %s' % (p['name'], v['cause'].rstrip('.')) for p, v in zip(alternatives, verdicts)) + '.'),
+                verdict, advice, holders=[h for v in verdicts if _verdict(v) == 'waits' for h in v['holders']])
         return None
 
     def _alone_one(self, plan, usable, blocked):
@@ -348,9 +389,9 @@ class ClaimExplanation:
         want = plan['count'] if plan['mode'] == 'ExactCount' else 1
         label = 'request %s' % plan['name'] if len(self.requests) > 1 or plan['alternatives'] > 1 else 'the claim'
         if not plan['matching'] and plan['tainted']:
-            return 'all_matching_tainted', self._tainted_sentence(plan, label)
+            return _finding('all_matching_tainted', self._tainted_sentence(plan, label))
         if not plan['matching']:
-            return 'no_matching_device', self._no_match_sentence(plan, label)
+            return self._no_match(plan, label)
         all_nodes = [(name, self.x.nodes.get(name)) for name in sorted(
             set(d.node for d in self.x.devices if d.node) | set(self.x.nodes), key=natural_key)]
 
@@ -366,22 +407,28 @@ class ClaimExplanation:
         anywhere = per_node(all_nodes, False)
         best = max(anywhere.values()) if anywhere else 0
         if plan['mode'] == 'ExactCount' and best < want:
-            return 'too_few_per_node', (
+            return _finding('too_few_per_node', (
                 '%s asks for %d %s on one node, but at most %d matching %s on any node (%d match in the '
                 'lab).' % (label, want, noun, best, _noun(plan['class'], best) + (' is' if best == 1 else ' are'),
-                           len(plan['matching'])))
+                           len(plan['matching']))),
+                advice='Change the request: ask for at most %d %s in one claim (the most one node has).'
+                % (best, _noun(plan['class'], best)) if best else None)
         if plan['mode'] == 'All':
             pools = sorted(set('%s/%s' % d.key[:2] for d in plan['matching'] if d.key[:2] in self.x.incomplete_pools))
             if pools:
-                return 'pool_incomplete', ('%s asks for all matching %s, but pool %s is being republished; try again '
-                                           'in a few seconds.' % (label, noun, join_names(pools)))
+                return _finding('pool_incomplete', '%s asks for all matching %s, but pool %s is being republished.'
+                                % (label, noun, join_names(pools)))
         on_usable = per_node(usable, False)
         if not on_usable or max(on_usable.values()) < want:
             where = sorted(set(d.node for d in plan['matching'] if d.node), key=natural_key)
+            reasons = [blocked[n] for n in where if n in blocked]
             why = join_names(['%s is %s' % (n, blocked[n]) for n in where if n in blocked]) or \
                 'no usable node can reach them'
-            return 'nodes_not_ready', ('the %s matching %s are on nodes the pod cannot use: %s.' % (
-                len(plan['matching']), noun, why))
+            cause = 'the %s matching %s are on nodes the pod cannot use: %s.' % (len(plan['matching']), noun, why)
+            if reasons and all(r.startswith(POD_BLOCKERS) for r in reasons):
+                return _finding('nodes_not_ready', cause, 'never_fits', 'Change the pod: its nodeName or '
+                                'nodeSelector keeps it off the nodes that have these devices.')
+            return _finding('nodes_not_ready', cause)
         free = per_node(usable, True)
         if plan['mode'] == 'All':
             if any(free[n] == on_usable[n] and on_usable[n] > 0 for n in on_usable):
@@ -396,17 +443,15 @@ class ClaimExplanation:
                 if len(spare) > HOLDERS_IN_SENTENCE:
                     shown += ' ...'
                 nodes = sorted(set(d.node for d in spare), key=natural_key)
-                return 'nodes_not_ready', (
+                return _finding('nodes_not_ready', (
                     'the free matching %s (%s) are on nodes the pod cannot use: %s; the others are in use.'
-                    % (noun, shown, join_names(['%s is %s' % (n, blocked[n]) for n in nodes])))
-        return 'all_matching_in_use', self._in_use_sentence(plan, label, want, free, noun)
-
-    def _in_use_sentence(self, plan, label, want, free, noun):
+                    % (noun, shown, join_names(['%s is %s' % (n, blocked[n]) for n in nodes]))))
         holders = self._row(plan)['holders']
-        shown = ['%s on %s by %s for %s' % (h['device'], h['node'] or h['pool'], h['seat'] or h['namespace'],
-                                            h['age'] or 'unknown time') for h in holders[:HOLDERS_IN_SENTENCE]]
-        more = len(holders) - len(shown)
-        listed = ', '.join(shown) + (', and %d more' % more if more > 0 else '')
+        return _finding('all_matching_in_use', self._in_use_sentence(plan, label, want, free, noun, holders),
+                        holders=holders)
+
+    def _in_use_sentence(self, plan, label, want, free, noun, holders):
+        listed = holders_text(holders)
         total = len(plan['matching'])
         free_total = sum(1 for d in plan['matching'] if self._free(plan, d))
         if plan['mode'] == 'All':
@@ -431,23 +476,36 @@ class ClaimExplanation:
                 text += ' (DeviceTaintRule %s)' % taint['rule'] if taint['rule'] else ''
                 if text not in taints:
                     taints.append(text)
-        return ('the %d %s matching %s (%s) %s tainted %s, which %s does not tolerate: ask the instructor when '
-                'the taint is lifted, or add a toleration to the request.'
+        return ('the %d %s matching %s (%s) %s tainted %s, which %s does not tolerate.'
                 % (len(devices), _noun(plan['class'], len(devices)), label, shown,
                    'is' if len(devices) == 1 else 'are', join_names(taints), label))
 
-    def _no_match_sentence(self, plan, label):
+    def _no_match(self, plan, label):
         noun = _noun(plan['class'])
         class_devices = plan['class_matching']
         if not class_devices:
-            return ('no published device belongs to DeviceClass %s (%s published in the lab).'
-                    % (plan['class'], plural(len(self.x.devices), 'device')))
+            cause = 'no published device belongs to DeviceClass %s (%s published in the lab).' % (
+                plan['class'], plural(len(self.x.devices), 'device'))
+            if not self.x.devices:  # nothing is published: the lab's driver, not the request
+                return _finding('no_matching_device', cause, 'blocked', 'Ask the instructor: the lab publishes no '
+                                'device (is the DRA driver running?).')
+            return _finding('no_matching_device', cause, advice='Change the request: name a DeviceClass whose devices '
+                            'are published (kubectl get deviceclasses), or ask the instructor why %s has none.'
+                            % plan['class'])
         zero = []
         for expression in plan['expressions']:
             matching, _error = self.x._match_all([expression], class_devices)
             if not matching:
                 zero.append(expression)
         if zero:
-            return 'no %s %s (%s)' % (_noun(plan['class'], 1), describe_selector(zero[0]), selector_hint(zero[0], class_devices)) + '.'
-        return ('no %s matches all selectors of %s together (each matches some of the %d %s of class %s).'
-                % (noun, label, len(class_devices), noun, plan['class']))
+            return _finding('no_matching_device', 'no %s %s (%s).' % (
+                _noun(plan['class'], 1), describe_selector(zero[0]), selector_hint(zero[0], class_devices)),
+                advice='Change the request: ask for no more than the devices offer.')
+        return _finding('no_matching_device', 'no %s matches all selectors of %s together (each matches some of the '
+                        '%d %s of class %s).' % (noun, label, len(class_devices), noun, plan['class']),
+                        advice='Change the request: drop or relax one of its selectors.')
+
+
+def _verdict(finding):
+    """The verdict a finding leads to (dra/diagnosis.py): its own, else its reason code's."""
+    return finding['verdict'] or REASON_VERDICTS.get(finding['reason'])

@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime
 from collections import defaultdict
 
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import scheduler_message
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import (
     DEFAULT_DRIVER,
     ObjectIndex,
@@ -45,6 +46,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
     physical_cards,
     taint_text,
 )
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims import missing_claims
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import device_label, join_names, plural
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import condition, object_meta, object_name, object_namespace
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, format_age, parse_duration, parse_time
@@ -79,6 +81,7 @@ PROBLEM_TYPES = (
     'claim_device_unknown',
     'device_capacity_exceeded',
     'device_tainted',
+    'pod_claim_missing',
 )
 
 
@@ -281,9 +284,8 @@ def _pending_reason(index, claim):
     consumers = index.pods.consumers(claim)
     consumers.sort(key=lambda p: (p.get('status') or {}).get('phase') in TERMINATED_PHASES)
     for pod in consumers:
-        cond = condition(pod, 'PodScheduled')
-        if cond and cond.get('status') == 'False' and cond.get('message'):
-            return pod, cond['message']
+        if scheduler_message(pod):
+            return pod, scheduler_message(pod)
     for pod in consumers:
         event = index.newest_failed_scheduling(pod)
         if event and event.get('message'):
@@ -303,18 +305,6 @@ def _requested_classes(claim):
             if sub.get('deviceClassName'):
                 classes.append(sub['deviceClassName'])
     return list(dict.fromkeys(classes))
-
-
-def _scheduler_hint(message):
-    text = (message or '').lower()
-    if 'cannot allocate all claims' in text:
-        return (' Every matching device is allocated or excluded by the claim\'s selectors: the pod starts when a '
-                'GPU is freed (delete finished workloads and the stale claims reported above).')
-    if 'resourceclaim' in text and 'not found' in text:
-        return ' The pod names a claim that does not exist yet: create it or fix the pod\'s resourceClaims.'
-    if 'deviceclass' in text and 'not found' in text:
-        return ' The requested DeviceClass does not exist: see kubectl get deviceclasses for the menu.'
-    return ''
 
 
 def _check_claims(index, stale_after, now, problems, explanations=None):
@@ -386,7 +376,7 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
                     % (ref, what, held, fix),
                     namespace=ns, name=name, pods=[entry[0] for entry in missing]))
 
-        pending_reason = None
+        pending_reason = scheduler_said = None
         if state == 'allocated' and age is not None and age > stale_after:
             problems.append(_problem(
                 'claim_allocated_unused', ERROR, obj,
@@ -396,31 +386,35 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
                 namespace=ns, name=name, age_seconds=age))
         elif state == 'pending':
             pod, message = _pending_reason(index, claim)
+            scheduler_said = message.strip() if message else None
             missing_classes = [c for c in _requested_classes(claim) if c not in index.device_classes]
             class_text = ''
             if missing_classes:
                 class_text = (' It requests DeviceClass %s, which does not exist (kubectl get deviceclasses lists '
                               'the menu).' % join_names(missing_classes))
+            # The scheduler's message is evidence (scheduler_said), never part of the sentence: its words
+            # ("cannot allocate all claims") are the same for a claim that waits and for one that never fits.
             if pod is None:
-                pending_reason = 'no pod uses this claim yet'
-                reason = ('claim %s is pending: no pod uses this claim yet, so the scheduler has not tried to '
-                          'allocate a device.%s' % (ref, class_text))
-            elif message:
-                pending_reason = message
-                reason = ('claim %s is pending because pod %s/%s cannot be scheduled: %s%s%s'
-                          % (ref, ns, object_name(pod), message.rstrip(), _scheduler_hint(message), class_text))
+                pending_reason, who = 'no pod uses this claim yet', 'no pod uses it'
+                why = 'the scheduler has not tried to allocate a device.'
             else:
-                pending_reason = 'pod %s/%s is waiting for the scheduler' % (ns, object_name(pod))
-                reason = ('claim %s is pending: pod %s/%s is waiting for the scheduler, which has not reported '
-                          'a failure yet.%s' % (ref, ns, object_name(pod), class_text))
+                pod_ref = '%s/%s' % (ns, object_name(pod))
+                pending_reason = message or 'pod %s is waiting for the scheduler' % pod_ref
+                who = 'pod %s %s' % (pod_ref, 'cannot be scheduled' if message else 'waits for the scheduler')
+                why = ('the devices were not explained; see what the scheduler said.' if message
+                       else 'the scheduler has not reported a failure yet.')
             if missing_classes and pod is not None and not message:
                 pending_reason = 'DeviceClass %s does not exist' % join_names(missing_classes)
             explained = (explanations or {}).get(ref)
-            extra = {}
+            extra = {'scheduler_said': scheduler_said}
             if explained:
-                reason = '%s Explainer (%s): %s' % (reason.rstrip(), explained['reason'], explained['sentence'])
-                extra = {'explain_reason': explained['reason'], 'explain_sentence': explained['sentence'],
-                         'allocatable_now': explained['allocatable']}
+                reason = 'claim %s is pending (%s) and %s: %s' % (ref, who, explained['headline'],
+                                                                  explained['sentence'])
+                extra.update(explain_reason=explained['reason'], explain_sentence=explained['sentence'],
+                             allocatable_now=explained['allocatable'], verdict=explained['verdict'],
+                             action=explained['action'])
+            else:
+                reason = 'claim %s is pending (%s): %s%s' % (ref, who, why, class_text)
             problems.append(_problem('claim_pending', WARNING, obj, reason, namespace=ns, name=name, **extra))
 
         explained = (explanations or {}).get(ref) if state == 'pending' else None
@@ -430,6 +424,9 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
             'created': created, 'age_seconds': age, 'pending_reason': pending_reason,
             'explain_reason': explained['reason'] if explained else None,
             'explain_sentence': explained['sentence'] if explained else None,
+            'verdict': explained['verdict'] if explained else None,
+            'headline': explained['headline'] if explained else None,
+            'scheduler_said': scheduler_said,
             'device_status': device_status(claim),
         })
     return rows, allocations
@@ -512,7 +509,8 @@ def _check_double_allocations(index, allocations, problems):
 
 def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None, namespaces=None, events=None,
             driver=DEFAULT_DRIVER, expected_devices_per_node=8, expected_nodes=None, node_selector=None,
-            stale_claim_age='1h', now=None, explanations=None, plugin_labels=None, device_taint_rules=None):
+            stale_claim_age='1h', now=None, explanations=None, plugin_labels=None, device_taint_rules=None,
+            claim_templates=None):
     """Judge the DRA state of a cluster; return the health report dict.
 
     expected_devices_per_node counts physical cards (a partitioned card is one).
@@ -521,8 +519,10 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
     device_taint_rules: the DeviceTaintRules (resource.k8s.io/v1alpha3), when the API serves them.
 
     now: aware datetime (default: current UTC time) against which claim ages are measured.
-    explanations: {"namespace/name": dra_explain result} for pending claims; each claim_pending problem
-    then adds the explainer's reason code and sentence to the scheduler's text.
+    explanations: {"namespace/name": dra_explain result} for pending claims; each claim_pending problem then
+    says the explainer's diagnosis (dra/diagnosis.py), the scheduler's text kept apart in scheduler_said.
+    claim_templates: the ResourceClaimTemplates (None: not read, so pods are not judged on them); a pod that waits
+    for a claim or template that does not exist is a pod_claim_missing warning (dra/pod_claims.py).
     """
     now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
     stale_after = parse_duration(stale_claim_age)
@@ -541,6 +541,11 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
     _check_double_allocations(index, allocations, problems)
     shared_rows = _check_shared_devices(index, allocations, problems)
     taint_rows = _check_taints(index, device_taint_rules or [], problems)
+    for found in missing_claims(pods, claims, claim_templates):
+        problems.append(_problem('pod_claim_missing', WARNING, 'Pod %s/%s' % (found['namespace'], found['pod']),
+                                 found['sentence'], namespace=found['namespace'], name=found['pod'],
+                                 missing_kind=found['kind'], missing=found['missing'], elsewhere=found['elsewhere'],
+                                 verdict=found['verdict'], action=found['action']))
 
     expected_set = set(expected)
     published_keys = set()

@@ -10,7 +10,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.health import 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import device_label, plural
 
 
-# Without detail, more problems than this of one kind (severity, type, explainer reason) become one line,
+# Without detail, more problems than this of one kind (severity, type, explainer reason, verdict) become one line,
 # which gives the count and the first SHOWN_NAMES objects; so do more nodes than this in the same state.
 AGGREGATE_AT = 5
 
@@ -27,7 +27,12 @@ def _groups(rows, key):
 
 
 def _problem_kind(problem):
-    return problem['severity'], problem['type'], problem.get('explain_reason')
+    return problem['severity'], problem['type'], problem.get('explain_reason'), problem.get('verdict')
+
+
+def _evidence(problem):
+    """The scheduler's own words about a problem, on a line of their own under it (evidence, not our sentence)."""
+    return ['      scheduler said: %s' % problem['scheduler_said']] if problem.get('scheduler_said') else []
 
 
 def _first_names(names, total):
@@ -45,6 +50,7 @@ def report_lines(report, detail=True):
 
     Without detail, repeated problems (and nodes in the same state) share one line with their count and
     the first few names, so 9,000 pending claims take one line and every kind of problem is still named.
+    What the scheduler said about a pending claim's pod follows its problem on a line of its own.
     """
     summary = report['summary']
     lines = [
@@ -77,14 +83,17 @@ def report_lines(report, detail=True):
         first = problems[0]
         count = sum(problem.get('count', 1) for problem in problems)
         if count <= AGGREGATE_AT and 'objects' not in first:
-            lines.extend('  %s %s: %s' % (problem['severity'].upper(), problem['object'], problem['reason'])
-                         for problem in problems)
+            for problem in problems:
+                lines.append('  %s %s: %s' % (problem['severity'].upper(), problem['object'], problem['reason']))
+                lines.extend(_evidence(problem))
             continue
         objects = first.get('objects') or [problem['object'] for problem in problems]
         lines.append('  %s %d x %s%s: %s. The first: %s' % (
             first['severity'].upper(), count, first['type'],
-            ' (%s)' % first['explain_reason'] if first.get('explain_reason') else '',
+            ' (%s)' % ', '.join(filter(None, (first.get('explain_reason'), first.get('verdict'))))
+            if first.get('explain_reason') or first.get('verdict') else '',
             _first_names(objects, count), first['reason']))
+        lines.extend(_evidence(first))
     return lines
 
 

@@ -28,11 +28,13 @@ class LeaseError(ValueError):
 
 
 def lease_end(claim, max_seconds):
-    """When the claim's lease ends (aware datetime), or None without a creation time or an annotation."""
+    """When the claim's lease ends (aware datetime), or None without a creation time or an annotation.
+
+    max_seconds None: the lab's maximum is not known, only the annotation counts."""
     meta = object_meta(claim)
     created = parse_time(meta.get('creationTimestamp'))
     asked = parse_time((meta.get('annotations') or {}).get(LEASE_EXPIRES))
-    if created is None:
+    if created is None or max_seconds is None:
         return asked
     cap = created + datetime.timedelta(seconds=int(max_seconds))
     return min(asked, cap) if asked is not None else cap

@@ -1,8 +1,11 @@
-"""can-has-gpu's reserve, step by step, on a fake API: the request checked before the API is asked, the claim
-taken back when its holder pod cannot be made, the wait ended by an allocation, by the explainer or by the clock,
-and a quota refusal retried only while the seat holds no live claim."""
+"""can-has-gpu's reserve, step by step, on a fake API: the request checked before the API is asked, a request that
+never fits the lab refused (exit 5) before anything is made, the claim taken back when its holder pod cannot be made,
+the wait ended by an allocation, by the explainer or by the clock (exit 3, what the scheduler said on a line of its
+own), and a quota refusal retried only while the seat holds no live claim."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -18,10 +21,11 @@ class FakeApi(Api):
     """The seat's API as a script: answers[(method, path)] is a list of answers (a Refusal is raised), used in
     order, the last one again; every call is recorded as (method, path)."""
 
-    def __init__(self, answers=None, claims=()):
+    def __init__(self, answers=None, claims=(), lists=None):
         super().__init__(client=None, namespace="user01")
         self.answers = {key: list(value) for key, value in (answers or {}).items()}
         self.claims = list(claims)
+        self.lists = dict(lists or {})  # path -> items; any other list answers the claims
         self.calls = []
 
     def call(self, doing, method, path, body=None, query=None, missing_ok=False):
@@ -34,7 +38,7 @@ class FakeApi(Api):
 
     def items(self, doing, path, query=None):
         self.calls.append(("LIST", path))
-        return list(self.claims)
+        return list(self.lists.get(path, self.claims))
 
 
 class Quiet:
@@ -50,6 +54,17 @@ class Quiet:
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/user01/resourceclaims"
 PODS = "/api/v1/namespaces/user01/pods"
+CLASSES = "/apis/resource.k8s.io/v1/deviceclasses"
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+GPU_CLASS = {"metadata": {"name": "gpu.example.com"},
+             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}
+# One node with two 80Gi GPUs, as the example driver publishes them.
+SLICE = {"metadata": {"name": "worker1-gpu.example.com"},
+         "spec": {"driver": "gpu.example.com", "nodeName": "worker1",
+                  "pool": {"name": "worker1", "generation": 1, "resourceSliceCount": 1},
+                  "devices": [{"name": "gpu-%d" % i, "attributes": {"index": {"int": i}},
+                               "capacity": {"memory": {"value": "80Gi"}}} for i in (3, 4)]}}
+LAB = {CLASSES: [GPU_CLASS], SLICES: [SLICE], CLAIMS: [], PODS: []}
 
 
 @pytest.fixture(autouse=True)
@@ -148,10 +163,50 @@ def test_reserve_without_a_gpu_holds_nothing_and_says_so(monkeypatch, capsys):
     api = FakeApi({("GET", "/apis/resource.k8s.io/v1/deviceclasses/gpu.example.com"): [{"metadata": {}}],
                    ("POST", CLAIMS): [{"metadata": {"name": "gpu-abcde"}}],
                    ("POST", PODS): [{"metadata": {}}],
-                   ("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}, None]})
+                   ("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}, None]}, lists=LAB)
     monkeypatch.setattr(service.Api, "connect", lambda *_args, **_kwargs: api)
     assert cli.main(["reserve", "--wait", "0s"]) == 3
     assert capsys.readouterr().out == ("No GPU for you right now: no GPU was allocated within 0s.\n"
-                                       "Nothing is held for you; try again later (can-has-gpu status shows the "
-                                       "free GPUs).\n")
+                                       "Nothing is held for you: reserve again when a GPU is free (can-has-gpu "
+                                       "status shows the free GPUs).\n")
     assert ("DELETE", f"{PODS}/gpu-abcde-holder") in api.calls and ("DELETE", f"{CLAIMS}/gpu-abcde") in api.calls
+
+
+def test_reserve_refuses_a_request_that_never_fits_before_it_makes_anything(monkeypatch, capsys):
+    from can_has_gpu import cli
+
+    api = FakeApi({("GET", "/apis/resource.k8s.io/v1/deviceclasses/gpu.example.com"): [GPU_CLASS]}, lists=LAB)
+    monkeypatch.setattr(service.Api, "connect", lambda *_args, **_kwargs: api)
+    assert cli.main(["reserve", "--memory", "100Gi"]) == 5
+    assert capsys.readouterr().out == (
+        "This request never fits the lab as asked: no GPU has memory >= 100Gi (the largest has 80Gi). Change the "
+        "request: ask for no more than the devices offer. (The lab's occupancy board is not published, so other "
+        "seats' GPUs are not counted: tell the instructor that dralab-lease-reaper is not running.)\n"
+        "With can-has-gpu: reserve --memory 80Gi or less (or without --memory).\n"
+        "Nothing was made for you; waiting would not help.\n")
+    assert not [call for call in api.calls if call[0] in ("POST", "DELETE")], "nothing is made for it"
+    assert cli.main(["reserve", "--memory", "100Gi", "-o", "json"]) == 5
+    result = json.loads(capsys.readouterr().out)
+    assert (result["allocated"], result["verdict"], result["action"], result["claim"]) == \
+        (False, "never_fits", "change", None)
+    # The same request with what the lab has goes on to make its claim.
+    assert service.never_fits(api, load_settings(), request(memory="80Gi")) is None
+
+
+def test_reserve_without_a_gpu_now_says_why_and_what_the_scheduler_said(monkeypatch, capsys):
+    from can_has_gpu import cli
+
+    said = "0/1 nodes are available: 1 cannot allocate all claims."
+    unschedulable = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "message": said}]}}
+    api = FakeApi({("GET", "/apis/resource.k8s.io/v1/deviceclasses/gpu.example.com"): [GPU_CLASS],
+                   ("POST", CLAIMS): [{"metadata": {"name": "gpu-abcde"}}], ("POST", PODS): [{"metadata": {}}],
+                   ("GET", f"{CLAIMS}/gpu-abcde"): [{"metadata": {"name": "gpu-abcde"}}, None],
+                   ("GET", f"{PODS}/gpu-abcde-holder"): [unschedulable]}, lists=LAB)
+    answer = {"allocatable": False, "verdict": "waits", "headline": "waits for a device in use", "action": "wait",
+              "sentence": "2 GPUs match; all are in use: ... Wait until one of them is released: ..."}
+    monkeypatch.setattr(service, "why_waiting", lambda *_args: (answer, answer["sentence"]))
+    monkeypatch.setattr(service.Api, "connect", lambda *_args, **_kwargs: api)
+    assert cli.main(["reserve"]) == 3
+    assert capsys.readouterr().out == (
+        f"No GPU for you right now: {answer['sentence']}\nscheduler said: {said}\n"
+        "Nothing is held for you: reserve again when a GPU is free (can-has-gpu status shows the free GPUs).\n")

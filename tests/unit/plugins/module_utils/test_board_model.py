@@ -241,11 +241,14 @@ def test_the_explainers_holders_are_named_with_the_time_they_hold_since(healthy)
     waiting['metadata'].update(name='waiting', uid='waiting-uid', creationTimestamp='2026-10-28T09:50:00Z')
     waiting['status'] = {}
     healthy['claims'].append(waiting)
-    answer = next(a for a in dra_explain.explain_pending(now=NOW, **dict(
+    answer = next(a for a in dra_explain.explain_pending(now=NOW, lease_max='8h', **dict(
         (k, healthy[k]) for k in ('device_classes', 'slices', 'claims', 'pods', 'nodes', 'namespaces')))
         if a['claim'] == 'user01/waiting')
     assert answer['reason'] == 'all_matching_in_use' and ' for 26m' in answer['sentence'], answer['sentence']
+    # The holder's lease end, as its tile shows it (the board's lease maximum, 8h by default).
+    assert 'gpu-0 on node1 by user01/gpu-claim for 26m (lease until 2026-10-28T17:34:00Z)' in answer['sentence']
     board = build(healthy)
+    assert tiles(board)[('node1', 'gpu-0')]['holders'][0]['lease_until'] == '2026-10-28T17:34:00Z'
     [row] = [p for p in board['pending'] if p['claim'] == 'waiting']
     held = [part['since'] for part in row['sentence'] if isinstance(part, dict)]
     assert '2026-10-28T09:34:00Z' in held and text(board, row['sentence']) == answer['sentence']

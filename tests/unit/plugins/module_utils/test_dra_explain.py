@@ -97,7 +97,9 @@ def test_demo3_claim_asking_100gi_names_the_largest_memory(lab):
     assert answer['claim'] == 'dra-demo/huge-gpu-gpu-8k2vd'
     assert answer['allocatable'] is False
     assert answer['reason'] == 'no_matching_device'
-    assert answer['sentence'] == 'no GPU has memory >= 100Gi (the largest has 80Gi).'
+    assert answer['cause'] == 'no GPU has memory >= 100Gi (the largest has 80Gi).'
+    assert (answer['verdict'], answer['action']) == ('never_fits', 'change')
+    assert answer['sentence'] == answer['cause'] + ' Change the request: ask for no more than the devices offer.'
     row = answer['requests'][0]
     assert (row['devices_in_class'], row['devices_matching']) == (24, 0)
 
@@ -121,8 +123,10 @@ def test_full_lab_names_who_holds_the_gpus(lab):
     target = claim('late', namespace='user30')
     answer = explain(lab, target, claims=held)
     assert (answer['allocatable'], answer['reason']) == (False, 'all_matching_in_use')
-    assert answer['sentence'].startswith('24 GPUs match; all are in use: gpu-0 on node1 by user01 for ')
-    assert answer['sentence'].endswith(', and 21 more.')
+    # A seat's claim by namespace/claim; user07 and on are no seats in healthy.json: in use outside the seats.
+    assert answer['cause'].startswith('24 GPUs match; all are in use: gpu-0 on node1 by user01/hold for ')
+    assert answer['cause'].endswith(', and 21 more.')
+    assert (answer['verdict'], answer['action']) == ('waits', 'wait')
     row = answer['requests'][0]
     assert (row['devices_matching'], row['devices_free'], len(row['holders'])) == (24, 0, 24)
     assert {h['namespace'] for h in row['holders']} == set('user%02d' % n for n in range(1, 25))
@@ -169,9 +173,11 @@ def test_match_attribute_index_cannot_be_met_on_one_node(lab):
                    constraints=[{'requests': ['a', 'b'], 'matchAttribute': 'gpu.example.com/index'}])
     answer = explain(lab, target)
     assert (answer['allocatable'], answer['reason']) == (False, 'constraint_unsatisfiable')
-    assert answer['sentence'] == (
+    assert answer['cause'] == (
         'each request could be served alone, but the requests must get devices with the same gpu.example.com/index '
         '(matchAttribute) on one node, and no node has such devices even when all are free.')
+    assert answer['verdict'] == 'never_fits'
+    assert answer['advice'].startswith('Change the request: drop the matchAttribute constraint')
     # Without the constraint the same two requests fit.
     del target['spec']['devices']['constraints']
     assert explain(lab, target)['allocatable'] is True
@@ -184,7 +190,9 @@ def test_two_requests_with_one_free_gpu_per_node(lab):
     answer = explain(lab, target, claims=held)
     # The constraint is not the obstacle (all GPUs share the model): the two GPUs do not fit on one node.
     assert (answer['allocatable'], answer['reason']) == (False, 'requests_do_not_fit')
-    assert answer['sentence'].endswith('not now: enough of them exist, but some are in use.')
+    # It fits once GPUs are free: it waits, and the cause names who holds them.
+    assert 'not now: enough of them exist, but some are in use: gpu-0 on node1 by user01/hold for ' in answer['cause']
+    assert answer['verdict'] == 'waits' and answer['sentence'].startswith(answer['cause'] + ' Wait until one of')
 
 
 def test_match_attribute_missing_attribute(lab):
@@ -273,9 +281,10 @@ def test_cordoned_node_and_taint(lab):
     held = fill_lab(lab, keep_free={('node1', 'gpu-0'), ('node2', 'gpu-0')})
     answer = explain(lab, claim('any'), nodes=nodes, claims=held)
     assert answer['reason'] == 'nodes_not_ready'
-    assert answer['sentence'] == (
+    assert answer['cause'] == (
         'the free matching GPUs (gpu-0 on node1, gpu-0 on node2) are on nodes the pod cannot use: node1 is cordoned '
         '(unschedulable) and node2 is tainted maintenance:NoSchedule; the others are in use.')
+    assert (answer['verdict'], answer['action']) == ('blocked', 'instructor')
     tolerating = {'metadata': {'name': 'p', 'namespace': 'user05'},
                   'spec': {'resourceClaims': [{'name': 'gpu', 'resourceClaimName': 'any'}],
                            'tolerations': [{'key': 'maintenance', 'operator': 'Exists'}]}, 'status': {}}
@@ -396,7 +405,8 @@ def test_devices_tainted_by_a_rule_are_not_allocated_unless_tolerated(lab):
     assert answer['sentence'] == (
         'the 3 GPUs matching the claim (gpu-0 on node1, gpu-0 on node2, gpu-0 on node3) are tainted '
         'dralab.workshop/maintenance=gpu-0:NoSchedule (DeviceTaintRule maintenance-gpu-0), which the claim does '
-        'not tolerate: ask the instructor when the taint is lifted, or add a toleration to the request.')
+        'not tolerate. Ask the instructor when the taint is lifted, or add a toleration to the request.')
+    assert (answer['verdict'], answer['action']) == ('blocked', 'instructor')
     tolerating = copy.deepcopy(wants)
     tolerating['spec']['devices']['requests'][0]['exactly']['tolerations'] = [
         {'key': 'dralab.workshop/maintenance', 'operator': 'Exists', 'effect': 'NoSchedule'}]
@@ -425,6 +435,7 @@ def test_pending_claims_that_ask_alike_share_one_answer_which_is_each_ones_own(l
     waiting = [claim('wait-%02d' % i, namespace='user%02d' % (30 + i)) for i in range(8)]
     waiting.append(claim('big', requests=[request(selectors=[INDEX % '>= 100'])]))
     lab['claims'] = held + waiting
+    lab.pop('claim_templates')
     explainer = dra_explain.Explainer(now=NOW, **lab)
     shared = explainer.explain_pending()
     alone = [dra_explain.Explainer(now=NOW, **lab).explain(c) for c in sorted(

@@ -167,9 +167,10 @@ def test_broken_summary_and_counts(broken):
     severities = [p['severity'] for p in report['problems']]
     assert severities == sorted(severities)  # errors first
     # The kubelet plugin checks need plugin_labels (test_driver_plugin_* below); the problems of the DRA features
-    # have their tests in test_dra_model_features.py; every other type occurs here.
+    # have their tests in test_dra_model_features.py, pods waiting for a missing claim in test_pod_claims.py; every
+    # other type occurs here.
     assert set(p['type'] for p in report['problems']) == set(dra_health.PROBLEM_TYPES) - set(PLUGIN_TYPES) - {
-        'device_capacity_exceeded', 'device_tainted'}
+        'device_capacity_exceeded', 'device_tainted', 'pod_claim_missing'}
 
 
 def test_node_rows(broken):
@@ -293,19 +294,23 @@ def test_claim_pending_reasons(broken):
     report = analyze(broken)
     problems = dict((p['object'], p) for p in by_type(report, 'claim_pending'))
     assert all(p['severity'] == 'warning' for p in problems.values())
-    condition = problems['ResourceClaim user16/gpu-claim']['reason']
-    assert condition.startswith('claim user16/gpu-claim is pending because pod user16/train-1 cannot be scheduled: '
-                                '0/4 nodes are available: 1 node(s) had untolerated taint')
-    assert 'the pod starts when a GPU is freed' in condition
+    user16 = problems['ResourceClaim user16/gpu-claim']
+    # The scheduler's words are evidence apart, never glued into the sentence (nor a guess from them).
+    assert user16['reason'] == ('claim user16/gpu-claim is pending (pod user16/train-1 cannot be scheduled): the '
+                                'devices were not explained; see what the scheduler said.')
+    assert user16['scheduler_said'].startswith('0/4 nodes are available: 1 node(s) had untolerated taint')
+    assert '0/4 nodes' not in user16['reason'] and 'GPU is freed' not in user16['reason']
     # The template claim's pod has no condition: the newest of its two FailedScheduling events is used.
     generated = next(c for c in report['claims'] if c['namespace'] == 'user17')
     assert generated['pending_reason'].startswith('0/4 nodes are available: 1 node(s) had untolerated taint')
     assert generated['owner_template'] is True
     assert claim_row(report, 'user18', 'unused-claim')['pending_reason'] == 'no pod uses this claim yet'
-    assert 'no pod uses this claim yet' in problems['ResourceClaim user18/unused-claim']['reason']
+    assert problems['ResourceClaim user18/unused-claim']['reason'] == (
+        'claim user18/unused-claim is pending (no pod uses it): the scheduler has not tried to allocate a device.')
     assert claim_row(report, 'user19', 'huge-claim')['pending_reason'] == 'DeviceClass gpu-huge.example.com does not exist'
     assert ('It requests DeviceClass gpu-huge.example.com, which does not exist'
             in problems['ResourceClaim user19/huge-claim']['reason'])
+    assert problems['ResourceClaim user19/huge-claim']['scheduler_said'] is None
 
 
 def test_claim_pending_without_events(broken):
@@ -402,7 +407,10 @@ def test_report_lines_name_every_node_state_and_problem(broken):
     assert nodes[2] == '  node9: 0/8 devices, 0 slice(s), not in the cluster'
     assert nodes[3].startswith('  node4: ') and nodes[3].endswith(', NotReady')
     problems = lines[lines.index('Problems:') + 1:]
-    assert problems == ['  %s %s: %s' % (p['severity'].upper(), p['object'], p['reason']) for p in report['problems']]
+    assert problems == [line for p in report['problems'] for line in
+                        ['  %s %s: %s' % (p['severity'].upper(), p['object'], p['reason'])]
+                        + (['      scheduler said: ' + p['scheduler_said']] if p.get('scheduler_said') else [])]
+    assert sum(1 for line in problems if line.startswith('      scheduler said: 0/4 nodes are available')) == 2
 
 
 def test_report_lines_of_an_empty_cluster():
@@ -498,7 +506,7 @@ def test_seventy_two_seat_rush(healthy):
     assert len(pending) == 48
     assert [p['object'] for p in pending][:2] == ['ResourceClaim user25/train-1-gpu-00024',
                                                   'ResourceClaim user26/train-1-gpu-00025']
-    assert all(UNSCHED3 in p['reason'] for p in pending)
+    assert all(p['scheduler_said'] == UNSCHED3 and UNSCHED3 not in p['reason'] for p in pending)
     states = [c['state'] for c in report['claims']]
     assert states == ['reserved'] * 24 + ['pending'] * 48
     assert [c['seat'] for c in report['claims']] == ['user%02d' % i for i in range(1, 73)]

@@ -62,7 +62,10 @@ def test_unhealthy_lab_fails_with_the_reasons():
     assert lines[2].startswith('Claims: 16 total, 4 pending, 12 allocated (')
     nodes = lines[lines.index('Nodes:') + 1:lines.index('Problems:')]
     assert len(nodes) == len(result['nodes']) and all(line.startswith('  node') for line in nodes)
-    problems = lines[lines.index('Problems:') + 1:]
+    problems = [line for line in lines[lines.index('Problems:') + 1:] if line.startswith('  ERROR ') or
+                line.startswith('  WARNING ')]
+    # Two pending claims' pods were turned down by the scheduler: its words follow each on a line of their own.
+    assert len(lines) - lines.index('Problems:') - 1 == 16 + 2
     assert len(problems) == 16 and problems[0].startswith('  ERROR ')
     assert '  ERROR Node node3: node node3 publishes no ResourceSlice for driver gpu.example.com' in \
         [line[:len('  ERROR Node node3: node node3 publishes no ResourceSlice for driver gpu.example.com')]
@@ -188,14 +191,18 @@ def test_pending_claims_carry_the_explainer():
     _code, result = run({'fail_on_unhealthy': False}, FakeClient('broken'))
     pending = dict(((p['namespace'], p['name']), p) for p in result['problems'] if p['type'] == 'claim_pending')
     assert len(pending) == 4
-    # Every pending problem keeps the scheduler's text and adds the explainer's code and sentence.
+    # Every pending problem says the explainer's diagnosis; the scheduler's text is kept apart (scheduler_said).
     huge = pending[('user19', 'huge-claim')]
     assert huge['explain_reason'] == 'no_such_class'
     assert huge['allocatable_now'] is False
-    assert huge['reason'].endswith('Explainer (no_such_class): ' + huge['explain_sentence'])
+    assert (huge['verdict'], huge['action']) == ('never_fits', 'change')
+    assert huge['reason'] == ('claim user19/huge-claim is pending (pod user19/huge-1 waits for the scheduler) and '
+                              'never fits as asked: ' + huge['explain_sentence'])
     assert 'gpu-huge.example.com, which does not exist' in huge['explain_sentence']
+    assert huge['explain_sentence'].endswith('Change the request: name one of those classes.')
     for key, problem in pending.items():
-        assert problem['explain_reason'] and problem['explain_sentence'] in problem['reason'], key
+        assert problem['explain_reason'] and problem['reason'].endswith(problem['explain_sentence']), key
+        assert not problem['scheduler_said'] or problem['scheduler_said'] not in problem['reason'], key
     rows = dict(((c['namespace'], c['name']), c) for c in result['claims'])
     assert rows[('user19', 'huge-claim')]['explain_reason'] == 'no_such_class'
     assert all(row['explain_reason'] is None for row in rows.values() if row['state'] != 'pending')

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One diagnosis per situation of a claim without devices: what the room is told, in the same words by dra_health,
+the board and can-has-gpu.
+
+The explainer (dra/explain_claim.py) finds the cause (a reason code of dra/explain.py REASONS and a sentence); here
+it becomes a verdict (it never fits as asked, it waits for devices in use, ...), the action that follows (wait and
+how long, change the request and how, ask the instructor, nothing) and the one sentence that says both. A claim
+that waits names who holds the devices it waits for: a seat's claim (namespace/claim, with its lease end), or
+"in use outside the seats" for any other namespace, whose names a seat may not see. The scheduler's own message is
+evidence, kept apart (`scheduler_message`), never glued into the sentence.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import condition
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_time
+
+# verdict: (action, headline). Actions: nothing, wait, change (the request), instructor (ask the instructor).
+# The headline completes "the claim ...": "claim user01/big is pending (...) and never fits as asked: ...".
+VERDICTS = {
+    'allocated': ('nothing', 'has its devices'),
+    'fits_now': ('wait', 'fits now'),
+    'waits': ('wait', 'waits for a device in use'),
+    'never_fits': ('change', 'never fits as asked'),
+    'blocked': ('instructor', 'is blocked (ask the instructor)'),
+    'over_quota': ('change', 'is over the quota'),
+    'undecided': ('wait', 'is undecided'),
+    'claim_missing': ('change', 'waits for a claim that does not exist'),
+}
+
+# The verdict of each reason code of dra/explain.py REASONS; None: whether the claim fits once the devices in use
+# are free decides (never_fits, else waits).
+REASON_VERDICTS = {
+    'allocated': 'allocated', 'allocatable': 'fits_now', 'no_such_class': 'never_fits',
+    'invalid_selector': 'never_fits', 'selector_runtime_error': 'never_fits', 'no_matching_device': 'never_fits',
+    'too_few_per_node': 'never_fits', 'pool_incomplete': 'blocked', 'nodes_not_ready': 'blocked',
+    'all_matching_tainted': 'blocked', 'all_matching_in_use': 'waits', 'constraint_unsatisfiable': None,
+    'requests_do_not_fit': None, 'quota_exceeded': 'over_quota', 'search_limit': 'undecided',
+}
+
+# What to do, per reason code, when the explainer has no more precise advice.
+ADVICE = {
+    'no_such_class': 'Change the request: name one of those classes.',
+    'invalid_selector': 'Change the request: fix the selector.',
+    'selector_runtime_error': 'Change the request: fix the selector so that it works on every device of its class.',
+    'no_matching_device': 'Change the request: ask for what the published devices offer.',
+    'too_few_per_node': 'Change the request: ask for fewer devices in one claim.',
+    'constraint_unsatisfiable': 'Change the request: drop the matchAttribute constraint, or the selectors that keep '
+                                'the devices apart.',
+    'requests_do_not_fit': 'Change the request: ask for fewer devices in one claim (they must all be on one node).',
+    'pool_incomplete': 'Wait a few seconds while the driver publishes its devices again; ask the instructor if it '
+                       'lasts.',
+    'nodes_not_ready': 'Ask the instructor: those nodes cannot take the pod now.',
+    'all_matching_tainted': 'Ask the instructor when the taint is lifted, or add a toleration to the request.',
+    'quota_exceeded': 'Release a claim of the namespace first (kubectl get resourceclaims lists them).',
+    'search_limit': 'Wait: the scheduler may still find devices; if the claim stays pending, ask for fewer.',
+}
+
+FITS_NOW = 'Wait a few seconds: the scheduler allocates it at its next try.'
+FITS_WITHOUT_POD = 'It gets its devices when a pod uses it; no pod does yet.'
+NO_POD = 'No pod uses this claim yet: the scheduler allocates a claim only for a pod.'
+OUTSIDE_SEATS = 'in use outside the seats'
+
+# The holders a sentence names; the others are counted.
+HOLDERS_IN_SENTENCE = 3
+
+
+def holder_phrase(holder):
+    """(before, age, after): a holder of a device as the sentences name it, its age apart (the board keeps the age
+    as a time). A seat's claim by namespace/claim with its lease end; any other claim as in use outside the seats."""
+    where = holder.get('node') or holder.get('pool')
+    if holder.get('seat'):
+        before = '%s on %s by %s for ' % (holder['device'], where, holder['claim'])
+        after = ' (lease until %s)' % holder['lease_until'] if holder.get('lease_until') else ''
+    else:
+        before, after = '%s on %s %s for ' % (holder['device'], where, OUTSIDE_SEATS), ''
+    return before, holder.get('age') or 'unknown time', after
+
+
+def holders_text(holders):
+    """The first HOLDERS_IN_SENTENCE holders in words, and how many more."""
+    shown = [''.join(holder_phrase(h)) for h in holders[:HOLDERS_IN_SENTENCE]]
+    more = len(holders) - len(shown)
+    return ', '.join(shown) + (', and %d more' % more if more > 0 else '')
+
+
+def first_lease(holders):
+    """The holder whose lease ends first (seat claims only), or None."""
+    leased = [h for h in holders if h.get('seat') and parse_time(h.get('lease_until')) is not None]
+    return min(leased, key=lambda h: parse_time(h['lease_until'])) if leased else None
+
+
+def wait_advice(holders, now=None):
+    """How long a claim that waits for these holders waits: until one is released, the first lease end at the latest."""
+    first = first_lease(holders)
+    if first is None:
+        return 'Wait until one of them is released (no lease ends theirs by itself).'
+    if now is not None and parse_time(first['lease_until']) <= now:
+        return ('Wait until one of them is released: the lease of %s ended at %s, so the lease reaper releases it '
+                'within seconds.' % (first['claim'], first['lease_until']))
+    return 'Wait until one of them is released: the first of their leases ends at %s (%s).' % (
+        first['lease_until'], first['claim'])
+
+
+def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True, now=None):
+    """The diagnosis of a claim: verdict, action, headline, cause, advice and the sentence of both.
+
+    reason: a reason code of REASON_VERDICTS; cause: the explainer's sentence; advice / verdict: the explainer's
+    own when it knows better than the reason code; holders: who holds the devices a waiting claim waits for
+    (the explainer's holder rows); has_pod: whether a pod uses the claim; now: aware datetime (a lease that ended).
+    """
+    verdict = verdict or REASON_VERDICTS.get(reason) or 'undecided'
+    holders = list(holders)
+    if advice is None:
+        if verdict == 'waits':
+            advice = wait_advice(holders, now)
+        elif verdict == 'fits_now':
+            advice = FITS_NOW if has_pod else FITS_WITHOUT_POD
+        else:
+            advice = ADVICE.get(reason, '')
+    if verdict == 'waits' and not has_pod:
+        advice = '%s %s' % (advice, NO_POD)
+    action, headline = VERDICTS[verdict]
+    first = first_lease(holders) if verdict == 'waits' else None
+    return {'verdict': verdict, 'action': action, 'headline': headline, 'cause': cause, 'advice': advice,
+            'sentence': ('%s %s' % (cause, advice)).strip(),
+            'first_lease_end': first['lease_until'] if first else None,
+            'first_lease_claim': first['claim'] if first else None}
+
+
+def scheduler_message(pod):
+    """What the scheduler last said about a pod it could not schedule (PodScheduled False), or None."""
+    cond = condition(pod or {}, 'PodScheduled')
+    if cond and cond.get('status') == 'False' and cond.get('message'):
+        return cond['message'].strip()
+    return None

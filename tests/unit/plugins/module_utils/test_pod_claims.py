@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pods that wait for a ResourceClaim or ResourceClaimTemplate that does not exist (dra/pod_claims.py): a typo, a
+template never made, a claim of another namespace; reported by dra_health (pod_claim_missing), in its report lines
+and on the board. The kube-scheduler says nothing about such a pod (its DRA plugin keeps it out of the queue: no
+PodScheduled condition, no event), so nothing else would."""
+
+from __future__ import annotations
+
+from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims import missing_claims
+from test_dra_model import NOW, healthy_fixture  # pylint: disable=unused-import  # noqa: F401
+
+
+def pod(namespace, name, node=None, phase='Pending', **entry):
+    spec = {'resourceClaims': [dict(name='gpu', **entry)], 'containers': [{'name': 'main'}]}
+    if node:
+        spec['nodeName'] = node
+    return {'metadata': {'name': name, 'namespace': namespace, 'uid': 'uid-%s-%s' % (namespace, name)},
+            'spec': spec, 'status': {'phase': phase}}
+
+
+def obj(kind, namespace, name):
+    return {'kind': kind, 'metadata': {'name': name, 'namespace': namespace}}
+
+
+CLAIMS = [obj('ResourceClaim', 'user05', 'gpu-claim'), obj('ResourceClaim', 'user05', 'other'),
+          obj('ResourceClaim', 'user06', 'shared-gpu')]
+TEMPLATES = [obj('ResourceClaimTemplate', 'user05', 'single-gpu')]
+
+
+def test_a_typo_in_the_claim_name_names_the_claims_there_are():
+    [found] = missing_claims([pod('user05', 'train', resourceClaimName='gpu-claimm')], CLAIMS, TEMPLATES)
+    assert (found['namespace'], found['pod'], found['kind'], found['missing']) == \
+        ('user05', 'train', 'ResourceClaim', 'gpu-claimm')
+    assert (found['verdict'], found['action'], found['elsewhere']) == ('claim_missing', 'change', [])
+    assert found['sentence'] == (
+        'pod user05/train waits for ResourceClaim gpu-claimm (its resourceClaims entry gpu), which does not exist in '
+        'namespace user05, so the pod stays Pending. Create ResourceClaim gpu-claimm in user05, or delete the pod '
+        'and create it again with the right resourceClaimName (the claims of user05: gpu-claim, other; kubectl -n '
+        'user05 get resourceclaims).')
+
+
+def test_a_claim_of_another_namespace_is_said_to_be_there_but_out_of_reach():
+    [found] = missing_claims([pod('user05', 'borrow', resourceClaimName='shared-gpu')], CLAIMS, TEMPLATES)
+    assert found['elsewhere'] == ['user06']
+    assert ('which does not exist in namespace user05; namespace user06 has one, but a pod can only use a '
+            'ResourceClaim of its own namespace, so the pod stays Pending.') in found['sentence']
+
+
+def test_a_missing_template_and_a_namespace_without_any():
+    pods = [pod('user05', 'a', resourceClaimTemplateName='single-gpuu'),
+            pod('user07', 'b', resourceClaimTemplateName='single-gpu')]
+    first, second = missing_claims(pods, CLAIMS, TEMPLATES)
+    assert first['kind'] == 'ResourceClaimTemplate' and first['missing'] == 'single-gpuu'
+    assert 'right resourceClaimTemplateName (the templates of user05: single-gpu; kubectl -n user05 get ' \
+        'resourceclaimtemplates)' in first['sentence']
+    assert second['elsewhere'] == ['user05'] and 'user07 has no templates' in second['sentence']
+
+
+def test_pods_that_are_fine_or_past_waiting_are_not_reported():
+    made = pod('user05', 'made', resourceClaimTemplateName='gone-template')
+    made['status']['resourceClaimStatuses'] = [{'name': 'gpu', 'resourceClaimName': 'gpu-claim'}]
+    pods = [pod('user05', 'ok', resourceClaimName='gpu-claim'),
+            pod('user05', 'ok-template', resourceClaimTemplateName='single-gpu'),  # its claim comes in a moment
+            made,  # its claim was made: the template is no longer needed
+            pod('user05', 'running', node='node1', phase='Running', resourceClaimName='deleted-since'),
+            pod('user05', 'done', phase='Succeeded', resourceClaimName='deleted-since')]
+    assert missing_claims(pods, CLAIMS, TEMPLATES) == []
+
+
+def test_templates_not_read_are_not_judged():
+    pods = [pod('user05', 'a', resourceClaimTemplateName='anything'), pod('user05', 'b', resourceClaimName='typo')]
+    assert [f['pod'] for f in missing_claims(pods, CLAIMS, None)] == ['b']
+
+
+def test_dra_health_the_report_and_the_board_report_them(healthy):
+    healthy['pods'].append(pod('user05', 'train-typo', resourceClaimName='gpu-claimm'))
+    healthy['pods'].append(pod('user05', 'train-template', resourceClaimTemplateName='no-such-template'))
+    report = dra_health.analyze(now=NOW, **healthy)
+    found = [p for p in report['problems'] if p['type'] == 'pod_claim_missing']
+    assert [(p['object'], p['severity'], p['missing_kind'], p['missing'], p['verdict']) for p in found] == [
+        ('Pod user05/train-template', 'warning', 'ResourceClaimTemplate', 'no-such-template', 'claim_missing'),
+        ('Pod user05/train-typo', 'warning', 'ResourceClaim', 'gpu-claimm', 'claim_missing')]
+    assert report['healthy'] is True  # a participant's typo is no breakage of the lab
+    lines = dra_report.report_lines(report)
+    assert '  WARNING Pod user05/train-typo: ' + found[1]['reason'] in lines
+    board = board_build.build(healthy, now=NOW, board={})['board']
+    shown = dict((p['object'], p) for p in board['problems'])
+    assert shown['Pod user05/train-typo']['reason'] == [found[1]['reason']]
+    assert shown['Pod user05/train-typo']['verdict'] == 'claim_missing'
+    # Without the templates (not read), only the claim by name is judged.
+    del healthy['claim_templates']
+    assert [p['object'] for p in dra_health.analyze(now=NOW, **healthy)['problems']
+            if p['type'] == 'pod_claim_missing'] == ['Pod user05/train-typo']
+    assert [p['object'] for p in board_build.build(healthy, now=NOW)['report']['problems']
+            if p['type'] == 'pod_claim_missing'] == ['Pod user05/train-typo']
