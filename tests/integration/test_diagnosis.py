@@ -192,7 +192,8 @@ def test_a_claim_that_waits_names_its_holders_the_same_everywhere_and_gets_the_g
     assert first in situations["devices"] and answer["first_lease_claim"] == first
     assert sentence.endswith(f"Wait until one of them is released: the first of their leases ends at "
                              f"{answer['first_lease_end']} ({first}).")
-    assert "cannot allocate all claims" in health["scheduler_said"] == answer["scheduler_said"]
+    assert health["scheduler_said"] == answer["scheduler_said"]
+    assert "cannot allocate all claims" in health["scheduler_said"]
     assert health["scheduler_said"] not in health["reason"]
     assert (text.rc, as_json.rc) == (3, 3)
     assert text.stdout.startswith("small waits for a device in use: 24 GPUs match;"), text.describe()

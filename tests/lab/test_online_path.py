@@ -34,7 +34,7 @@ def test_the_online_node_fetched_everything_from_upstream_names(requests):
     served = {(r["host"], r["path"]) for r in requests if r["client"] == cp1.ip and r["status"] == 200}
     missing = {host: prefix for host, prefix in EXPECTED.items()
                if not any(h == host and p.startswith(prefix) for h, p in served)}
-    assert not missing, f"cp1 got nothing from {missing}; it got {sorted({h for h, _ in served})}"
+    assert not missing, f"cp1 got nothing from {missing}; it got {sorted({entry[0] for entry in served})}"
     for path in ("runc.amd64", "cni-plugins-linux-amd64-", "crictl-v", "kube-flannel.yml"):
         assert any(h == "github.com" and path in p for h, p in served), path
     assert any(h == "files.pythonhosted.org" and p.endswith(".whl") and "/setuptools-" in p for h, p in served), \

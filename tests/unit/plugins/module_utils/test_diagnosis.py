@@ -205,5 +205,5 @@ def test_holder_phrases_are_what_the_board_finds_its_ages_in():
     assert diagnosis.holder_phrase(seat) == ('gpu-3 on node1 by user07/gpu-x for ', '12m',
                                              ' (lease until 2026-10-28T11:00:00Z)')
     assert diagnosis.holder_phrase(other) == ('gpu-3 on node1 in use outside the seats for ', 'unknown time', '')
-    many = [copy.deepcopy(seat) for _ in range(5)]
+    many = [copy.deepcopy(seat) for _seat in range(5)]
     assert diagnosis.holders_text(many).endswith(', and 2 more')
