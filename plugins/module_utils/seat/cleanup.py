@@ -369,7 +369,8 @@ class SeatCleaner:
         """
         started = self.clock()
         force_at = None if state.grace is None else started + state.grace + FORCE_AFTER
-        stripped = forced = False
+        forced = False
+        stripped = set()  # uids whose finalizers are gone (or that had none)
         pause = poll_interval / 10.0
         while True:
             found = parallel_map(lambda kind: self.leftovers(kind, namespaces, state.rotate, state.accounts), kinds)
@@ -386,29 +387,39 @@ class SeatCleaner:
                 forced = True
                 self._force(pods, state, result)
                 continue
-            if not stripped and now - started >= finalizer_grace:
-                # A seat's finalizer must not hold the handover: whatever is still terminating loses them.
-                stripped = True
-                in_use = self._pods_alive(namespaces) if any(kind.name == 'resourceclaims' for kind, _i in left) else set()
-                for kind, item in left:
-                    if not (item.get('metadata') or {}).get('deletionTimestamp'):
-                        continue
+            due = [(kind, item) for kind, item in left if item['metadata'].get('deletionTimestamp')
+                   and item['metadata'].get('uid') not in stripped]
+            if due and now - started >= finalizer_grace:
+                # A seat's finalizer must not hold the handover: whatever is still terminating loses them, except a
+                # claim reserved for a pod that still exists (tried again on the next look).
+                claims = [entry for entry in due if entry[0].name == 'resourceclaims']
+                in_use = self._pods_alive(namespaces) if claims else set()
+                touched = False
+                for kind, item in due:
                     if kind.name == 'resourceclaims' and reserved_pods(item) & in_use:
                         continue  # never release a claim a pod still holds
+                    stripped.add(item['metadata'].get('uid'))
                     line = self.remove_finalizers(kind, item)
                     if line:
+                        touched = True
                         result['finalizers_removed'].append(line)
-                continue
+                if touched:
+                    continue
             if now >= deadline:
                 return left
             self.sleep(pause)
             pause = min(poll_interval, pause * 1.5)
 
     def _delete_new_pods(self, pods, state):
-        """Delete again in a namespace whose pods include one not yet deleted (made since by a dying controller)."""
-        fresh = sorted(set(item['metadata']['namespace'] for _kind, item in pods
-                           if not item['metadata'].get('deletionTimestamp')))
-        for kind, item in pods:
+        """Delete again in a namespace whose pods include one not yet deleted (made since by a dying controller), or
+        one deleted with a longer grace period than the reset's (by the seat, before the reset: the reset's shorter
+        one overrides it)."""
+        def again(meta):
+            if not meta.get('deletionTimestamp'):
+                return True
+            return state.grace is not None and (meta.get('deletionGracePeriodSeconds') or 0) > state.grace
+        fresh = sorted(set(item['metadata']['namespace'] for _kind, item in pods if again(item['metadata'])))
+        for _kind, item in pods:
             state.uids.add(item['metadata'].get('uid'))
         if fresh:
             kind = pods[0][0]

@@ -343,3 +343,37 @@ def test_pods_a_dying_controller_makes_meanwhile_are_deleted_too():
     assert made and result['remaining'] == []
     assert not [p for p in api.items['pods'] if p['metadata']['namespace'] == 'user01']
     assert [path for path, _body in api.deletes()].count('/api/v1/namespaces/user01/pods') == 2
+
+
+def test_a_claim_loses_its_finalizers_once_the_pod_holding_it_is_gone():
+    api = lab()
+    pod = api.items['pods'][2]
+    claim = api.items['resourceclaims'][0]
+    claim['metadata']['finalizers'] = ['example.com/keep-my-gpu']
+    claim['status'] = {'reservedFor': [{'resource': 'pods', 'name': 'solo', 'uid': pod['metadata']['uid']}]}
+    looks = []
+    request = api.request
+
+    def kubelet(method, path, body=None, query=None, content_type=None):
+        if method == 'GET' and path == '/api/v1/pods':
+            looks.append(path)
+            if len(looks) == 4:  # the node finally confirms the pod's end
+                api.items['pods'].remove(pod)
+        return request(method, path, body, query, content_type)
+    api.request = kubelet
+    ticks = iter(range(0, 1000, 10))
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: next(ticks)).run(
+        kinds=['resourceclaims'], wait=True, wait_timeout=120, finalizer_grace=15)
+    assert result['finalizers_removed'] == ['resourceclaims user02/gpu: example.com/keep-my-gpu']
+    assert result['remaining'] == [] and len(looks) >= 4
+
+
+def test_a_pod_the_seat_deleted_with_a_day_of_grace_gets_the_resets():
+    """kubectl delete --grace-period=86400 before the reset: the reset's shorter grace period overrides it."""
+    api = lab()
+    api.items['pods'][2]['metadata'].update(deletionTimestamp='tomorrow', deletionGracePeriodSeconds=86400)
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: 0).run(wait=True, wait_timeout=60,
+                                                                            grace_period_seconds=5)
+    assert result['terminating'] == {'pods': ['user02/solo']} and result['remaining'] == []
+    assert [body['gracePeriodSeconds'] for path, body in api.deletes() if path == '/api/v1/namespaces/user02/pods'] \
+        == [5]
