@@ -308,3 +308,16 @@ ROLE_VERSIONS = {
     'dra_driver_helm_version': ('dra_driver', False),
     'dra_driver_image_tag': ('dra_driver', True),
 }
+
+# Role variables that bound what one seat may hold (seat/bounds.py), checked by the preflight too, so that a bound
+# too small for the lab's own objects and demos stops the run before any change: name -> role. They are read on the
+# controller (localhost), where those roles talk to the API server; a variable the inventory leaves unset keeps its
+# role's default.
+ROLE_BOUNDS = {
+    'workshop_users_quota_objects': 'workshop_users',
+    'workshop_users_quota_objects_by_kind': 'workshop_users',
+    'workshop_users_quota_pods': 'workshop_users',
+    'workshop_users_pod_grace_max': 'workshop_users',
+    'lab_reset_grace_period_seconds': 'lab_reset',
+    'lab_reset_wait_timeout': 'lab_reset',
+}

@@ -84,6 +84,15 @@ options:
     description: The chart and image versions of the dra_driver role the inventory sets (C(dra_driver_chart_version),
       C(dra_driver_helm_version), C(dra_driver_image_tag)), variable name to value.
     type: dict
+  role_bounds:
+    description:
+      - The role variables that bound one seat which the inventory sets on the controller (the names of
+        C(ROLE_BOUNDS) in plugins/module_utils/lab_settings.py, for example C(workshop_users_quota_objects),
+        C(workshop_users_pod_grace_max), C(lab_reset_grace_period_seconds)), variable name to value.
+      - A count below what the lab keeps in every seat namespace and what can-has-gpu and the demos of the lab's DRA
+        features need, a grace period below 30 seconds, or a reset grace period that leaves the reset's wait no time
+        fails, naming the variable.
+    type: dict
   kubernetes_version:
     description: C(dralab_kubernetes_version), for example V(1.35.4), without a leading V(v).
     type: raw
@@ -239,6 +248,7 @@ def argspec():
         internal_addresses=dict(type='dict'),
         access_addresses=dict(type='dict'),
         role_versions=dict(type='dict'),
+        role_bounds=dict(type='dict'),
         check_api=dict(type='bool', default=False),
     )
     for name in LAB_OPTIONS:
@@ -258,6 +268,7 @@ def lab_config(params, resolved=None):
     config['internal_addresses'] = params.get('internal_addresses')
     config['access_addresses'] = params.get('access_addresses')
     config['role_versions'] = params.get('role_versions')
+    config['role_bounds'] = params.get('role_bounds')
     return config
 
 

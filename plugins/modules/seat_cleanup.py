@@ -21,19 +21,29 @@ description:
   - The instructor's baseline objects are kept, known by kind and name, never by labels a seat could change,
     RoleBindings C(dralab-seat-edit) and C(dralab-lease-reaper), ResourceQuota C(dralab-seat-quota), LimitRange
     C(dralab-seat-limits), ConfigMaps C(kube-root-ca.crt) and C(dralab-gpu-occupancy) (the lease reaper's), and
-    (unless O(rotate_credentials)) the seat's ServiceAccount (C(NAME), or C(NAME-gN) in
-    credential generation N) and C(default) and the Secret C(dralab-seat-token).
-  - With O(rotate_credentials), every ServiceAccount and Secret of the namespace goes too, so every token of the
-    seat, including ones it minted itself for any account, stops working. Before anything is deleted, the
-    Namespace's credential generation (annotation C(dralab.workshop/credential-generation)) goes up by one and the
-    RoleBinding C(dralab-seat-edit) is pointed at that generation's account. kube-apiserver keeps accepting a token
-    it accepted in the last 10 seconds after its Secret is gone; such a token then finds no binding, so it can
-    neither write into the namespace being cleared nor outlive the reset. Re-apply the seat objects and issue new
-    tokens afterwards (the lab_reset role does).
-  - With O(wait), waits until the deleted objects are gone (claims free their devices when no pod uses them).
-    Objects still terminating after O(finalizer_grace) seconds lose their finalizers, so a finalizer a seat set
-    cannot hold the reset. What is still left after O(wait_timeout) seconds is returned in RV(remaining), its seats
-    in RV(failed_seats); the module then fails unless O(fail_on_remaining=false).
+    (unless O(rotate_credentials)) the seat's ServiceAccount (the one the Namespace records in its annotation
+    C(dralab.workshop/credential-account), else C(NAME)) and C(default) and the Secret C(dralab-seat-token).
+  - With O(rotate_credentials), every ServiceAccount and Secret of the namespace goes too, whoever made it, so every
+    token of the seat, including ones it minted itself for any account, stops working. Before anything is deleted,
+    the RoleBinding C(dralab-seat-edit) is pointed at a new account, C(NAME-gN-<random>), whose name nobody could
+    know before, and only then is that name recorded on the Namespace (annotations
+    C(dralab.workshop/credential-account) and C(dralab.workshop/credential-generation), which a seat cannot change).
+    No identity the seat had or prepared (a ServiceAccount named like the next generation, a token for it) has a
+    right in the namespace from that moment; kube-apiserver keeps accepting a token it accepted in the last
+    10 seconds after its Secret or account is gone, and such a token then finds no binding, so it can neither
+    write into the namespace being cleared nor outlive the reset. Re-apply the seat objects and issue new tokens
+    afterwards (the lab_reset role does).
+  - With O(wait), it works in two phases. First the controllers and pods; pods are deleted with
+    O(grace_period_seconds), which cuts a pod's own longer grace period, and waited for until no pod is left in the
+    namespace; a pod still there 10 seconds after its grace period ended is deleted again with grace 0
+    (RV(forced)). Only then the rest, claims included, so a claim is never released while a pod that may use its
+    device still exists; a namespace whose pods outlive O(wait_timeout) keeps its claims. Objects still terminating
+    O(finalizer_grace) seconds into their phase lose their finalizers, so a finalizer a seat set cannot hold the
+    reset, except a claim reserved for a pod that still exists. What is still left after O(wait_timeout) seconds is
+    returned in RV(remaining), its seats in RV(failed_seats); the module then fails unless
+    O(fail_on_remaining=false).
+  - Without O(wait), everything is deleted in one pass (Kubernetes keeps a claim a pod uses until the pod is gone,
+    and no finalizer is removed).
 author: dralab.workshop maintainers (@dralab)
 options:
   kinds:
@@ -76,7 +86,9 @@ options:
     default: true
   grace_period_seconds:
     description:
-      - Grace period for the deletions, in seconds. Null keeps each pod's own grace period.
+      - Grace period for the deletions, in seconds; a pod's own longer C(terminationGracePeriodSeconds) is cut to it,
+        and with O(wait) a pod still there 10 seconds after it is deleted with grace 0.
+      - Null keeps each pod's own grace period, and nothing is deleted with grace 0.
       - V(0) removes pods from the API at once, even while their containers still run.
     type: int
   rotate_credentials:
@@ -160,6 +172,12 @@ credentials_deleted:
   type: list
   elements: str
   sample: [secrets user01/dralab-seat-token, serviceaccounts user01/default, serviceaccounts user01/user01]
+forced:
+  description: Pods still there 10 seconds after O(grace_period_seconds), deleted again with grace 0.
+  returned: always
+  type: list
+  elements: str
+  sample: [pods user07/stubborn]
 finalizers_removed:
   description: Objects whose finalizers were removed after O(finalizer_grace), with the finalizers.
   returned: always
@@ -222,6 +240,7 @@ def run(module, client, sleep=None, clock=None):
     if module._diff and result['changed']:
         lines = ['%s %s' % (kind, name) for kind in result['deleted'] for name in result['deleted'][kind]]
         lines += result['credentials_deleted'] + ['finalizers removed: %s' % line for line in result['finalizers_removed']]
+        lines += ['deleted with grace 0: %s' % line for line in result['forced']]
         result['diff'] = {'before': '\n'.join(lines) + '\n', 'after': '',
                           'before_header': 'seat objects', 'after_header': 'seat objects'}
     module.exit_json(**result)

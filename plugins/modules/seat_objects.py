@@ -19,18 +19,20 @@ description:
     or differ, in parallel; admission policies first, then Namespaces and the other cluster-wide objects, then the
     namespaced ones. It also removes the DRA admin access label from seat Namespaces. It reports a change only when
     the API server stored one.
-  - Per seat C(NAME) (see O(seats)), a Namespace C(NAME), a ServiceAccount C(NAME) (C(NAME-gN) once its credentials
-    were rotated N times, after the Namespace's annotation C(dralab.workshop/credential-generation), which
-    M(dralab.workshop.seat_cleanup) raises), a RoleBinding C(dralab-seat-edit)
+  - Per seat C(NAME) (see O(seats)), a Namespace C(NAME), a ServiceAccount C(NAME) (once its credentials were
+    rotated, the name M(dralab.workshop.seat_cleanup) picked at random and recorded in the Namespace's annotation
+    C(dralab.workshop/credential-account)), a RoleBinding C(dralab-seat-edit)
     of that account to the ClusterRole O(edit_cluster_role), a ResourceQuota C(dralab-seat-quota), a LimitRange
     C(dralab-seat-limits) with container defaults, and an empty Opaque Secret C(dralab-seat-token) that the seat's
     tokens are bound to (see M(dralab.workshop.seat_tokens)).
   - Once for all seats, ValidatingAdmissionPolicies with their bindings (C(dralab-seat-services),
     C(dralab-seat-secrets), C(dralab-seat-claim-size), C(dralab-seat-claim-template-size),
-    C(dralab-seat-claim-count)) that select the seat namespaces by the Namespace's labels and refuse NodePort,
+    C(dralab-seat-claim-count), C(dralab-seat-pod-grace), C(dralab-seat-template-grace), C(dralab-seat-cronjob-grace),
+    C(dralab-seat-events)) that select the seat namespaces by the Namespace's labels and refuse NodePort,
     LoadBalancer and externalIPs Services, legacy service-account-token Secrets, claims asking more than one device
     (beside one device of the O(companion_device_classes)) or all devices, and, with a message naming what the seat
-    holds, a claim beyond the seat's O(gpus_per_seat).
+    holds, a claim beyond the seat's O(gpus_per_seat); pods and pod templates that take longer than
+    O(pod_grace_max) seconds to stop; and Events written by a seat (no quota can count them).
   - Once for all seats, a ClusterRole O(reader_cluster_role) that reads DeviceClasses, ResourceSlices and Nodes, and
     a ClusterRoleBinding of the same name that lists every seat's ServiceAccount.
   - The policies come first in the list, then the Namespaces, so the API server accepts the namespaced objects that
@@ -40,7 +42,12 @@ description:
     C(resource.kubernetes.io/admin-access).
   - The ResourceQuota caps, per DeviceClass in O(device_classes), the devices the seat's claims request
     (C(<class>.deviceclass.resource.k8s.io/devices)), the number of ResourceClaims
-    (C(count/resourceclaims.resource.k8s.io), O(gpus_per_seat)), and pods, CPU and memory.
+    (C(count/resourceclaims.resource.k8s.io), O(gpus_per_seat)), pods, CPU and memory, and, with O(quota_objects),
+    the objects of every other kind the seat may create (C(count/<kind>)).
+  - With O(apply) and O(quota_objects), the kinds counted are derived from the RBAC rules, every namespaced kind the
+    API server serves (discovery) that a rule of the ClusterRole O(edit_cluster_role) (as the API server aggregated
+    it) or of the reader ClusterRole lets the seat create. Without O(apply), only the kinds of
+    O(quota_objects_by_kind) are counted.
   - When O(existing_namespaces) is given, the module fails if a seat's Namespace exists without the managed-by label
     (it never takes over a namespace it did not create), and reports seat Namespaces that carry the admin access
     label and seat Namespaces of seats no longer listed.
@@ -112,6 +119,29 @@ options:
       - Requests given to a container of a seat that sets none (LimitRange C(defaultRequest)).
     type: dict
     default: {}
+  quota_objects:
+    description:
+      - Objects a seat may keep of each kind it may create (quota keys C(count/<kind>), see the description), its
+        claims excepted (O(gpus_per_seat)); what the collection itself keeps in the namespace counts too (two
+        ConfigMaps, a Secret, two ServiceAccounts).
+      - Etcd stores no object above 1.5 MiB, so this times the number of kinds times 1.5 MiB is the most a seat can
+        store (RV(object_bytes_max)).
+      - Unset, no kind is counted but those of O(quota_objects_by_kind).
+    type: int
+  quota_objects_by_kind:
+    description:
+      - Per kind (its plural name, with the API group unless core, for example V(configmaps) or V(deployments.apps)),
+        the objects a seat may keep, overriding O(quota_objects). A kind the seat cannot create, or the quota cannot
+        count (Events), fails the module.
+    type: dict
+    default: {}
+  pod_grace_max:
+    description:
+      - The longest C(terminationGracePeriodSeconds) of a seat pod or pod template (admission policies
+        C(dralab-seat-pod-grace), C(dralab-seat-template-grace), C(dralab-seat-cronjob-grace)); at least 30, the value
+        of a pod that names none.
+    type: int
+    default: 30
   quota_extra:
     description:
       - 'More ResourceQuota keys and quantities, for example C({pods: 10}).'
@@ -239,6 +269,11 @@ quota:
   description: The C(spec.hard) of every seat's ResourceQuota.
   returned: success
   type: dict
+object_bytes_max:
+  description: The most bytes a seat's objects can take in etcd under that quota (every counted object at 1.5 MiB).
+  returned: success
+  type: int
+  sample: 158334976
   sample: {gpu.example.com.deviceclass.resource.k8s.io/devices: "1", count/resourceclaims.resource.k8s.io: "1",
            pods: "10", requests.cpu: "4", limits.cpu: "4", requests.memory: 8Gi, limits.memory: 8Gi}
 admin_access_namespaces:
@@ -262,11 +297,14 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.discovery import served_resources
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import bounds as seat_bounds
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import policies as seat_policies
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, KubeClient, auth_argspec
 
 DEVICE_CLASSES_PATH = '/apis/resource.k8s.io/v1/deviceclasses'
+CLUSTER_ROLE_PATH = '/apis/rbac.authorization.k8s.io/v1/clusterroles/%s'
 
 
 def argspec():
@@ -283,6 +321,9 @@ def argspec():
         memory_per_seat=dict(type='str', default=''),
         container_default_limits=dict(type='dict', default={}),
         container_default_requests=dict(type='dict', default={}),
+        quota_objects=dict(type='int'),
+        quota_objects_by_kind=dict(type='dict', default={}),
+        pod_grace_max=dict(type='int', default=seat_bounds.DEFAULT_POD_GRACE),
         quota_extra=dict(type='dict', default={}),
         pod_security=dict(type='str', default='baseline', choices=['', 'privileged', 'baseline', 'restricted']),
         edit_cluster_role=dict(type='str', default=seat_model.DEFAULT_EDIT_CLUSTER_ROLE),
@@ -295,22 +336,52 @@ def argspec():
     return spec
 
 
+def seat_kinds(client, params):
+    """The kinds the seats may create: the rules of their edit ClusterRole (aggregated) and reader ClusterRole,
+    against what the API server serves (the seat's reader rules as this run applies them)."""
+    role = client.get(CLUSTER_ROLE_PATH % params['edit_cluster_role'], missing_ok=True) or {}
+    rules = list(role.get('rules') or []) + list(seat_model.reader_cluster_role(
+        params['reader_cluster_role'], params['reader_extra_rules'])['rules'])
+    served = [(r.group, r.name) for r in served_resources(client) if r.namespaced and 'create' in r.verbs]
+    return seat_bounds.creatable_kinds(rules, served)
+
+
+def object_counts(params, kinds):
+    """{kind: count} of the seats' objects (seat_bounds.object_counts); without quota_objects only the kinds of
+    quota_objects_by_kind."""
+    by_kind = params['quota_objects_by_kind']
+    if params['quota_objects'] is None:
+        if kinds is None:
+            return seat_bounds.object_counts(list(by_kind), 0, by_kind)
+        return dict((name, count) for name, count in seat_bounds.object_counts(kinds, 0, by_kind).items()
+                    if name in by_kind)
+    return seat_bounds.object_counts(list(by_kind) if kinds is None else kinds, params['quota_objects'], by_kind)
+
+
 def run(module, client=None):
     """Build the objects; with apply, read the cluster through client (a KubeClient) and apply them."""
     params = module.params
     device_classes = list(params['device_classes'])
     namespaces = params['existing_namespaces']
+    kinds = None
     try:
         if params['apply']:
             if params['cluster_device_classes']:
                 device_classes += [item['metadata']['name'] for item in client.list_items(DEVICE_CLASSES_PATH)]
             if namespaces is None:
                 namespaces = client.list_items(k8s_apply.list_path('v1', 'Namespace'))
+            if params['quota_objects'] is not None or params['quota_objects_by_kind']:
+                kinds = seat_kinds(client, params)
     except K8sError as exc:
         module.fail_json(msg='Cannot read the cluster: %s' % exc)
+    problem = seat_bounds.grace_problem(params['pod_grace_max'])
+    if problem:
+        module.fail_json(msg='pod_grace_max: %s.' % problem)
     try:
+        limits = object_counts(params, kinds)
         objects = seat_policies.seat_policies(
-            companion_classes=params['companion_device_classes']) + seat_model.build_seat_objects(
+            companion_classes=params['companion_device_classes'],
+            pod_grace_max=params['pod_grace_max']) + seat_model.build_seat_objects(
             params['seats'], device_classes, devices_per_seat=params['devices_per_seat'],
             devices_per_class=params['devices_per_class'], gpus_per_seat=params['gpus_per_seat'],
             quota_extra=params['quota_extra'], pod_security=params['pod_security'],
@@ -319,7 +390,8 @@ def run(module, client=None):
             cpu_per_seat=params['cpu_per_seat'], memory_per_seat=params['memory_per_seat'],
             container_default_limits=params['container_default_limits'],
             container_default_requests=params['container_default_requests'],
-            generations=seat_model.credential_generations(namespaces))
+            generations=seat_model.credential_generations(namespaces),
+            accounts=seat_model.credential_accounts(namespaces), counts=seat_bounds.count_hard(limits))
     except ValueError as exc:
         module.fail_json(msg='Cannot build the seat objects: %s.' % exc)
     findings = {'foreign': [], 'admin_access': [], 'stale': []}
@@ -349,8 +421,9 @@ def run(module, client=None):
     patches = [{'apiVersion': 'v1', 'kind': 'Namespace',
                 'metadata': {'name': name, 'labels': {seat_model.ADMIN_ACCESS_LABEL: None}}}
                for name in findings['admin_access']]
-    result = dict(counts=counts, quota=quota, admin_access_namespaces=findings['admin_access'],
-                  admin_access_patches=patches, stale_namespaces=findings['stale'])
+    result = dict(counts=counts, quota=quota, object_bytes_max=seat_bounds.byte_ceiling(quota),
+                  admin_access_namespaces=findings['admin_access'], admin_access_patches=patches,
+                  stale_namespaces=findings['stale'])
     if not params['apply']:
         module.exit_json(changed=False, objects=objects, **result)
     try:

@@ -11,10 +11,9 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
-    account_name,
     baseline_names,
-    credential_generation,
-    credential_generations,
+    credential_accounts,
+    recorded_account,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL
 
@@ -91,8 +90,8 @@ def expect_api_error(status: int, call, *args, **kwargs) -> ApiException:
 
 
 def seat_account(api, seat: str) -> str:
-    """The name of the seat's ServiceAccount now: its namespace's credential generation (seat_model.account_name)."""
-    return account_name(seat, credential_generation(raw_get(api, f"/api/v1/namespaces/{seat}")))
+    """The name of the seat's ServiceAccount now: the one its Namespace records (seat_model.recorded_account)."""
+    return recorded_account(raw_get(api, f"/api/v1/namespaces/{seat}"))
 
 
 def expect_no_access(call, *args, **kwargs) -> ApiException:
@@ -236,7 +235,7 @@ def lab_state(api) -> dict:
     classes = {dc["metadata"]["name"]: {"labels": dc["metadata"].get("labels") or {}, "spec": dc["spec"]}
                for dc in raw_get(api, "/apis/resource.k8s.io/v1/deviceclasses")["items"]}
     return {"objects": objects, "namespaces": namespaces, "classes": classes, "devices": published_devices(api),
-            "generations": credential_generations(namespace_items)}
+            "accounts": credential_accounts(namespace_items)}
 
 
 def lab_changes(before: dict, after: dict) -> list[str]:
@@ -251,16 +250,16 @@ def lab_changes(before: dict, after: dict) -> list[str]:
 
     def rotated_away(ns, resource, name):
         """A seat's baseline object of its previous credential generation (a rotating reset replaced it)."""
-        old = before["generations"].get(ns, 0)
-        return (ns in seats and after["generations"].get(ns, 0) != old
-                and name in baseline_names(ns, generation=old).get(resource, set()))
+        old = before["accounts"].get(ns)
+        return (ns in seats and after["accounts"].get(ns) != old
+                and name in baseline_names(ns, account=old).get(resource, set()))
 
     changes = [f"gone: {ns} {resource} {name}" for _g, resource, ns, name in sorted(before["objects"] - after["objects"])
                if not rotated_away(ns, resource, name)]
     changes += [f"left behind: {ns} {resource} {name}" for group, resource, ns, name in sorted(after["objects"] - before["objects"])
                 if (group, resource, name) not in NAMESPACE_FURNITURE
                 and not (ns in seats and name in baseline_names(
-                    ns, generation=after["generations"].get(ns, 0)).get(resource, set()))]
+                    ns, account=after["accounts"].get(ns)).get(resource, set()))]
     changes += [f"namespace gone: {name}" for name in sorted(set(before["namespaces"]) - set(after["namespaces"]))]
     changes += [f"namespace left behind: {name}" for name in sorted(set(after["namespaces"]) - set(before["namespaces"]))
                 if name not in seats]

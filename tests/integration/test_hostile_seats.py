@@ -1,7 +1,9 @@
 """Seats are hostile: each test attacks the lab with a seat's own kubeconfig, as a participant could, and checks
 that the lab holds. The reset tests then hand the seats over (playbooks/reset.yml, credential rotation by default)
 and check that nothing the seat did survives: not its objects, not a finalizer, not a token it minted, not a label
-it removed, not what it kept writing during the reset. A per-seat reset touches only that seat."""
+it removed, not what it kept writing during the reset, not the account it prepared for the next group; and that a
+pod holding a GPU gets the reset's grace period, not its own, and its claim stays until the pod is gone. A per-seat
+reset touches only that seat."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import threading
 import time
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.tokens import kubeconfig_token
@@ -26,6 +28,8 @@ FULL = ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get
 YEAR = 365 * 24 * 3600
 EXTERNAL_IPS_DENIED = "Use of external IPs is denied by admission control"
 EVENT = 8 * 3600  # dralab_event_duration of this tier (the default)
+POD_GRACE_MAX = 30  # workshop_users_pod_grace_max (the default)
+RESET_GRACE = 10  # lab_reset_grace_period_seconds (the default)
 # What the instructor leaves in a seat namespace (kind -> names); a reset leaves nothing else.
 BASELINE = {
     "serviceaccounts": {"default", "{account}"}, "secrets": {"dralab-seat-token"}, "configmaps": {"kube-root-ca.crt", "dralab-gpu-occupancy"},
@@ -172,6 +176,41 @@ def test_one_claim_asking_more_than_one_gpu_is_refused(control_plane, seat_api, 
     assert expected in exc.body, exc.body
 
 
+def long_grace(body, seconds=86400):
+    """A pod (or the pod template of a controller) that takes `seconds` to stop: one that ignores SIGTERM."""
+    spec = body["spec"]
+    for step in {"Deployment": ("template",), "CronJob": ("jobTemplate", "spec", "template")}.get(body["kind"], ()):
+        spec = spec[step]["spec"] if step == "template" else spec[step]
+    spec["terminationGracePeriodSeconds"] = seconds
+    return body
+
+
+def test_a_pod_that_would_keep_its_gpu_for_a_day_is_refused(control_plane, seat_api):
+    """A pod with a claim and terminationGracePeriodSeconds 86400 that ignores SIGTERM would keep its GPU a day after
+    any deletion, the reset's too: the seats' grace policies refuse it, and every controller's pod template."""
+    api = seat_api("user17")
+    core, resource = core_api(api), resource_api(api)
+    resource.create_namespaced_resource_claim("user17", claim_body("held"))
+    try:
+        exc = expect_api_error(403, core.create_namespaced_pod, "user17", long_grace(pod_body("sticky", claim="held")))
+        assert f"may take at most {POD_GRACE_MAX} s to stop (terminationGracePeriodSeconds), not 86400 s" in exc.body, \
+            exc.body
+        template = {"metadata": {"labels": {"app": "sticky"}}, "spec": pod_body("x", claim="held")["spec"]}
+        deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "sticky"},
+                      "spec": {"selector": {"matchLabels": {"app": "sticky"}}, "template": template}}
+        exc = expect_api_error(403, client.AppsV1Api(api).create_namespaced_deployment, "user17", long_grace(deployment))
+        assert "The pod template of a workshop seat may take at most" in exc.body, exc.body
+        cronjob = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "sticky"},
+                   "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {
+                       "spec": dict(pod_body("x", claim="held")["spec"], restartPolicy="Never")}}}}}
+        exc = expect_api_error(403, client.BatchV1Api(api).create_namespaced_cron_job, "user17", long_grace(cronjob))
+        assert "The pod template of a workshop seat may take at most" in exc.body, exc.body
+        # The maximum itself, and a pod that names none (30 s), are fine.
+        core.create_namespaced_pod("user17", long_grace(pod_body("patient", claim="held"), POD_GRACE_MAX))
+    finally:
+        clear_namespaces(control_plane.api_client, ["user17"])
+
+
 def test_a_one_device_first_available_claim_is_allowed(control_plane, seat_api):
     resource = resource_api(seat_api("user13"))
     body = claim_body("choice")
@@ -226,24 +265,94 @@ def handover(control_plane, workshop, tmp_path_factory):
         api.close()
     before = namespace_contents(admin, seat)
     assert {"configmaps", "services", "deployments", "poddisruptionbudgets", "resourceclaims"} <= set(before)
+    prepared = prepare_next_account(workshop, PREPARER)
+    holder = hold_a_gpu(workshop, HOLDER)
     # All through the reset, the seat keeps writing with every token it has (from outside the lab, so the
     # handover's end of its sessions does not stop it): kube-apiserver accepts a token it accepted in the last
-    # 10 s even after its Secret is gone.
+    # 10 s even after its Secret is gone. PREPARER writes with the token of the account it made for the next group.
     done, writes = threading.Event(), []
     writers = [threading.Thread(target=keep_writing, args=(admin, token, seat, name, done, writes))
                for name, token in tokens.items()]
-    for writer in writers:
-        writer.start()
+    writers.append(threading.Thread(target=keep_writing, args=(admin, prepared["token"], PREPARER, "prepared", done,
+                                                               writes)))
+    seen = []
+    watchers = [threading.Thread(target=record_events, args=(admin, HOLDER, kind, done, seen)) for kind in ("pods",
+                                                                                                      "claims")]
+    for thread in writers + watchers:
+        thread.start()
+    time.sleep(1)  # the watches are open (they start from the listed resourceVersion anyway)
     try:
         run = workshop.converge("playbooks/reset.yml")
     finally:
         done.set()
-        for writer in writers:
-            writer.join()
+        for thread in writers + watchers:
+            thread.join()
     print(f"[hostile] reset.yml (every seat, rotation by default): {run.seconds:.1f}s; the seat's writes during it: "
           f"{sum(1 for w in writes if w[1] == 201)} created, {sum(1 for w in writes if w[1] != 201)} refused",
           file=sys.stderr)
-    return {"seat": seat, "tokens": tokens, "run": run, "writes": writes}
+    return {"seat": seat, "tokens": tokens, "run": run, "writes": writes, "prepared": prepared, "holder": holder,
+            "seen": seen}
+
+
+PREPARER = "user15"  # makes the ServiceAccount it expects the rotation to give the next group, and a token for it
+HOLDER = "user16"  # holds a GPU with a pod that does not stop by itself
+
+
+def prepare_next_account(workshop, seat):
+    """The seat reads its Namespace (it may), guesses the account of the next credential generation as the lab
+    named them (NAME-gN), makes that ServiceAccount and a token for it."""
+    api = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
+    try:
+        namespace = core_api(api).read_namespace(seat)
+        generation = int((namespace.metadata.annotations or {}).get("dralab.workshop/credential-generation", "0"))
+        guess = f"{seat}-g{generation + 1}"
+        core_api(api).create_namespaced_service_account(seat, {"metadata": {"name": guess}})
+        token = request_token(api, seat, guess, EVENT)
+        assert token is not None, f"{seat} could not mint a token for {guess}"
+        return {"account": guess, "token": token.status.token}
+    finally:
+        api.close()
+
+
+def hold_a_gpu(workshop, seat):
+    """A claim and a pod that uses it, with the longest grace period the seats may ask for and a finalizer: in this
+    tier (kwok, no kubelet) the finalizer is what keeps the pod in the API after its deletion, as a pod that ignores
+    SIGTERM stays until its grace period ends."""
+    api = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
+    try:
+        resource_api(api).create_namespaced_resource_claim(seat, claim_body("held"))
+        pod = pod_body("sticky", claim="held")
+        pod["spec"]["terminationGracePeriodSeconds"] = POD_GRACE_MAX
+        pod["metadata"]["finalizers"] = ["example.com/still-running"]
+        core_api(api).create_namespaced_pod(seat, pod)
+        wait_pod_running(api, seat, "sticky")
+        wait_for("the held claim allocated", lambda: resource_api(api).read_namespaced_resource_claim(
+            "held", seat).status.allocation)
+        return {"pod": "sticky", "claim": "held"}
+    finally:
+        api.close()
+
+
+def record_events(admin, namespace, kind, done, seen):
+    """Watch the pods or claims of a namespace until done; record (time, kind, event type, name, deleting, grace)."""
+    if kind == "pods":
+        method, path = core_api(admin).list_namespaced_pod, f"/api/v1/namespaces/{namespace}/pods"
+    else:
+        method = resource_api(admin).list_namespaced_resource_claim
+        path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+
+    def listing(**kwargs):  # no docstring: the watch hands over the objects as plain dicts
+        return method(namespace, **kwargs)
+    version = raw_get(admin, path)["metadata"]["resourceVersion"]
+    while not done.is_set():
+        stream = watch.Watch()
+        for event in stream.stream(listing, resource_version=version, timeout_seconds=2):
+            meta = event["object"]["metadata"]
+            version = meta["resourceVersion"]
+            seen.append((time.monotonic(), kind, event["type"], meta["name"], "deletionTimestamp" in meta,
+                         meta.get("deletionGracePeriodSeconds")))
+            if done.is_set():
+                stream.stop()
 
 
 def keep_writing(admin, token, seat, name, done, writes):
@@ -298,6 +407,41 @@ def test_after_the_reset_the_namespace_holds_none_of_the_seats_objects(control_p
         assert core_api(fresh).list_namespaced_pod(seat).items == []
     finally:
         fresh.close()
+
+
+def test_an_account_prepared_for_the_next_group_gets_no_right(control_plane, workshop, handover):
+    """The seat made the ServiceAccount it expected the rotation to give the next group, and a token for it. The
+    rotation names an account nobody could guess, so that token never writes into the namespace: not while the
+    reset clears it (the seat wrote all through it), not afterwards, in the next group's namespace."""
+    prepared, seat = handover["prepared"], PREPARER
+    attempts = [status for name, status in handover["writes"] if name == "prepared"]
+    assert attempts and not [s for s in attempts if s == 201], (
+        f"{seat}'s token for {prepared['account']} created {attempts.count(201)} object(s) during the reset")
+    stale = token_api(control_plane.api_client, prepared["token"])
+    try:
+        expect_no_access(core_api(stale).create_namespaced_config_map, seat, {"metadata": {"name": "next-group"}})
+    finally:
+        stale.close()
+    account = seat_account(control_plane.api_client, seat)
+    assert account != prepared["account"] and account.startswith(f"{seat}-g")
+    assert_only_baseline(control_plane.api_client, seat)
+
+
+def test_a_pod_holding_a_gpu_gets_the_resets_grace_and_keeps_its_claim_until_it_is_gone(control_plane, handover):
+    """The reset deletes the pod with its own grace period (not the pod's 30 s, nor a day), and deletes its claim only
+    once the pod is gone: the device is never given to another seat while the pod may still use it."""
+    seen = handover["seen"]
+    pod = [entry for entry in seen if entry[1] == "pods" and entry[3] == handover["holder"]["pod"]]
+    claim = [entry for entry in seen if entry[1] == "claims" and entry[3] == handover["holder"]["claim"]]
+    deleting = [entry for entry in pod if entry[4]]
+    assert deleting, f"the reset never deleted the pod: {pod}"
+    assert deleting[0][5] <= RESET_GRACE, f"the reset gave the pod {deleting[0][5]} s to stop: {pod}"
+    gone = [entry[0] for entry in pod if entry[2] == "DELETED"]
+    released = [entry[0] for entry in claim if entry[4] or entry[2] == "DELETED"]
+    assert gone and released, (pod, claim)
+    assert released[0] > gone[0], (
+        f"the claim was deleted {gone[0] - released[0]:.1f} s before its pod was gone: pod {pod}, claim {claim}")
+    expect_api_error(404, resource_api(control_plane.api_client).read_namespaced_resource_claim, "held", HOLDER)
 
 
 def test_per_seat_reset_touches_only_that_seat(control_plane, workshop, handover):

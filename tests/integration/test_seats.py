@@ -27,6 +27,13 @@ EXPECTED_QUOTA = {
     "gpu-40gi.example.com.deviceclass.resource.k8s.io/devices": "1",
     "count/resourceclaims.resource.k8s.io": "1",
     "pods": "10", "requests.cpu": "4", "limits.cpu": "4", "requests.memory": "8Gi", "limits.memory": "8Gi",
+    # Every other kind the edit role lets a seat create (workshop_users_quota_objects 5; finished pods count too).
+    **{f"count/{kind}": "5" for kind in (
+        "configmaps", "secrets", "serviceaccounts", "services", "persistentvolumeclaims", "replicationcontrollers",
+        "daemonsets.apps", "deployments.apps", "replicasets.apps", "statefulsets.apps", "cronjobs.batch", "jobs.batch",
+        "horizontalpodautoscalers.autoscaling", "poddisruptionbudgets.policy", "ingresses.networking.k8s.io",
+        "networkpolicies.networking.k8s.io", "leases.coordination.k8s.io", "resourceclaimtemplates.resource.k8s.io")},
+    "count/pods": "10",
 }
 FULL = ("this seat already holds 1 of 1 GPU claim(s); list them with kubectl get resourceclaims and delete one "
         "to free it")
@@ -63,7 +70,7 @@ def test_seat_objects_exist(control_plane, seats):
 
     accounts = {(sa.metadata.namespace, sa.metadata.name)
                 for sa in core.list_service_account_for_all_namespaces(label_selector=MANAGED).items}
-    # Each seat's account of its credential generation (user01, or user01-g1 after a rotating reset).
+    # Each seat's account its Namespace records (user01, or user01-g1-<random> after a rotating reset).
     current = {seat: seat_account(api, seat) for seat in SEATS_ALL}
     assert {(s, current[s]) for s in SEATS_ALL} <= accounts
 

@@ -93,3 +93,27 @@ def fields_of(obj):
                 node = node.setdefault('f:' + step, {})
             node.update(('f:' + key, {}) for key in data)
     return fields
+
+
+class RbacStore(Store):
+    """A Store that also serves API discovery (seat_fakes.SERVED) and ClusterRoles by name (get), for seat_objects'
+    kinds derived from the seats' RBAC rules."""
+
+    def __init__(self, cluster_roles):
+        super().__init__()
+        self.cluster_roles = cluster_roles  # name -> rules
+
+    def get(self, path, missing_ok=False):
+        name = path.rsplit('/', 1)[-1]
+        if path.startswith('/apis/rbac.authorization.k8s.io/v1/clusterroles/') and name in self.cluster_roles:
+            return {'metadata': {'name': name}, 'rules': self.cluster_roles[name]}
+        if missing_ok:
+            return None
+        raise K8sError('%s not found' % path, status=404)
+
+    def request(self, method, path, body=None, query=None, content_type=None):
+        from seat_fakes import discovery  # noqa: E402 (tests/unit/seat_fakes.py)
+        served = discovery(path) if method == 'GET' else None
+        if served is not None:
+            return served
+        return super().request(method, path, body, query, content_type)

@@ -297,6 +297,12 @@ BAD_INPUTS = {
         with_vars(dralab_device_classes=[{'name': 'gpu.example.com', 'selectors': ["gpu.driver == 'gpu.example.com'"]}]),
         "dralab_device_classes[0] (gpu.example.com).selectors[0] does not compile: "
         "CEL expression \"gpu.driver == 'gpu.example.com'\" does not compile: undeclared reference to 'gpu'"),
+    'seat object count below the lab\'s own': (
+        with_vars(workshop_users_quota_objects=1),
+        'workshop_users_quota_objects: 1 of each kind is fewer than the workshop itself needs in every seat namespace'),
+    'pod grace maximum below the demos\' pods': (
+        with_vars(workshop_users_pod_grace_max=5),
+        'workshop_users_pod_grace_max: 5 s is less than the 30 s Kubernetes gives every pod'),
     'empty CEL selector': (
         with_vars(dralab_device_classes=[{'name': 'gpu.example.com', 'selectors': [' ']}]),
         'dralab_device_classes[0] (gpu.example.com).selectors[0] is an empty CEL expression'),
@@ -388,3 +394,11 @@ def test_only_the_documented_playbooks_skip_the_preflight():
     architecture = ' '.join((REPO / 'docs' / 'architecture.md').read_text().split())
     for playbook in sorted(WITHOUT_PREFLIGHT - {'preflight.yml'}):
         assert '`%s`, which' % playbook in architecture, playbook
+
+
+def test_the_play_hands_over_every_role_bound():
+    """preflight.yml reads the variables of lab_settings.ROLE_BOUNDS, no more, no less."""
+    from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import ROLE_BOUNDS
+    play = yaml.safe_load((REPO / 'playbooks' / 'preflight.yml').read_text())[0]
+    names = re.search(r"for name in \[([^\]]*)\]", play['vars']['preflight_role_bounds']).group(1)
+    assert sorted(re.findall(r"'([a-z_]+)'", names)) == sorted(ROLE_BOUNDS)

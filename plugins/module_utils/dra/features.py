@@ -17,6 +17,8 @@ item turns it all on at once:
   home;
 - seat_claims: how many claims at once the demo makes in a seat's namespace
   (the preflight warns when dralab_gpus_per_seat is lower);
+- seat_pods: how many pods at once the demo makes there (the preflight refuses
+  a seat's object counts below it, seat/bounds.py);
 - driver_releases: more Helm releases of the same chart (dra_driver installs
   them beside its own and waits for their devices), each with its release
   name, the driver name its devices are published under and its chart values;
@@ -93,7 +95,7 @@ NIC_RELEASE = {'suffix': 'net', 'driver': NIC_DRIVER, 'values': {'deviceProfile'
 
 class Feature:
     def __init__(self, name, title, gates, demo=None, api_versions=(), helm_values=None, device_classes=(),
-                 seat_claims=1, driver_releases=(), companion_classes=(), lab_build=False):
+                 seat_claims=1, driver_releases=(), companion_classes=(), lab_build=False, seat_pods=1):
         self.name = name
         self.title = title
         self.gates = tuple(gates)
@@ -102,6 +104,7 @@ class Feature:
         self.helm_values = helm_values or {}
         self.device_classes = list(device_classes)
         self.seat_claims = seat_claims
+        self.seat_pods = seat_pods
         self.driver_releases = list(driver_releases)
         self.companion_classes = tuple(companion_classes)
         self.lab_build = lab_build
@@ -125,7 +128,7 @@ FEATURES = (
             ['DRAExtendedResource'], demo='extended-resource'),
     Feature('device_taints', 'the instructor takes a GPU out of service with a DeviceTaintRule',
             ['DRADeviceTaints', 'DRADeviceTaintRules'], demo='device-taints',
-            api_versions=['resource.k8s.io/v1alpha3=true']),
+            api_versions=['resource.k8s.io/v1alpha3=true'], seat_pods=2),
     Feature('admin_access', 'the instructor monitors GPUs in use (admin access; seats are refused)',
             ['DRAAdminAccess'], demo='admin-access'),
     Feature('gpu_nic_numa', 'one claim gets a GPU and a NIC on the same PCIe root (matchAttribute)',

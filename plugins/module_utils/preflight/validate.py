@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import parse_feature_gates
-from ansible_collections.dralab.workshop.plugins.module_utils.preflight import inventory, settings
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight import inventory, seat_bounds, settings
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import Report, given
 
 
@@ -29,7 +29,8 @@ def validate(config, compile_problem=None, now=None):
     node_addresses: host -> ansible_host of the control_plane, workers and login hosts (names that are not IP
     addresses are only compared with each other);
     internal_addresses, access_addresses: host -> internal_address / access_address of those hosts, where set;
-    role_versions: the ROLE_VERSIONS variables the inventory sets, name -> value.
+    role_versions: the ROLE_VERSIONS variables the inventory sets, name -> value;
+    role_bounds: the ROLE_BOUNDS variables the inventory sets, name -> value.
     compile_problem(expression) -> str or None checks a CEL selector of dralab_device_classes.
     now: aware datetime the event window is checked against (default: the current time).
     """
@@ -47,6 +48,7 @@ def validate(config, compile_problem=None, now=None):
     inventory.check_access_addresses(config, report)
     inventory.check_pod_network_size(config, subnets, report)
     settings.check_role_versions(config, report)
+    seat_bounds.check_seat_bounds(config, report)
     settings.check_strings(config, report)
     seats = settings.check_seats(config, report)
     settings.check_device_classes(config, report, compile_problem)

@@ -4,10 +4,12 @@
 """The Kubernetes objects of workshop seats, built as plain dicts.
 
 A seat NAME owns the namespace NAME, in which it has its ServiceAccount (NAME,
-then NAME-g1, NAME-g2, ... after each credential rotation: account_name()),
-a RoleBinding of that account to the ClusterRole ``edit``, a ResourceQuota that
-caps DRA devices per DeviceClass, ResourceClaims (one device each, so this is
-the seat's GPU limit), pods, CPU and memory, a LimitRange that gives containers
+then after each credential rotation a new name nobody could guess beforehand,
+NAME-gN-<random>, recorded on the Namespace: recorded_account()), a RoleBinding
+of that account to the ClusterRole ``edit``, a ResourceQuota that caps DRA
+devices per DeviceClass, ResourceClaims (one device each, so this is the seat's
+GPU limit), the objects of every kind the seat may create (seat/bounds.py),
+pods, CPU and memory, a LimitRange that gives containers
 default requests and limits, and a Secret that the seat's tokens are bound to
 (deleting the Secret revokes them). The instructor's objects in a seat
 namespace are known by kind and name (BASELINE_NAMES), not by labels a seat
@@ -42,8 +44,10 @@ MANAGED_SELECTOR = '%s=%s' % (MANAGED_BY_LABEL, MANAGED_BY)
 SEAT_NAMESPACE_SELECTOR = '%s=%s,%s' % (MANAGED_BY_LABEL, MANAGED_BY, SEAT_LABEL)
 
 TOKEN_SECRET_NAME = 'dralab-seat-token'
-# On a seat Namespace (which a seat cannot change): how many times its credentials were rotated.
+# On a seat Namespace (which a seat cannot change): how many times its credentials were rotated, and the name of
+# the ServiceAccount of this generation (the one the seat's RoleBinding names).
 GENERATION_ANNOTATION = 'dralab.workshop/credential-generation'
+ACCOUNT_ANNOTATION = 'dralab.workshop/credential-account'
 ROLE_BINDING_NAME = 'dralab-seat-edit'
 QUOTA_NAME = 'dralab-seat-quota'
 LIMIT_RANGE_NAME = 'dralab-seat-limits'
@@ -71,13 +75,32 @@ COMPUTE_QUOTA_KEYS = (('pods', 'pods'), ('requests.cpu', 'cpu'), ('limits.cpu', 
 
 
 def account_name(seat, generation=0):
-    """The seat's ServiceAccount in a credential generation: NAME, then NAME-g1, NAME-g2, ...
-
-    A rotation moves the seat's RoleBinding to the next name before anything else: kube-apiserver keeps
-    accepting a token it accepted in the last 10 s even after its Secret is gone, but such a token then
-    names an account that no binding grants anything.
-    """
+    """The seat's ServiceAccount of a credential generation in a Namespace that records no account (made before
+    accounts were recorded): NAME, then NAME-g1, NAME-g2, ..."""
     return '%s-g%d' % (seat, generation) if generation else seat
+
+
+def rotated_account_name(seat, generation, nonce):
+    """The ServiceAccount a credential rotation gives a seat: NAME-gN-NONCE, nonce random (seat/cleanup.py).
+
+    Nobody can guess it before the rotation picks it, and the rotation points the seat's RoleBinding at it before it
+    records the name where the seat could read it: a seat cannot prepare that account, nor a token for it, for the
+    next group (kube-apiserver would accept such a token, and keep accepting it from its 10 s cache, the moment the
+    binding names the account).
+    """
+    name = '%s-g%d-%s' % (seat, generation, nonce)
+    if not is_dns1123_subdomain(name):
+        raise ValueError('the rotated account name %r is not a DNS-1123 subdomain' % (name,))
+    return name
+
+
+def recorded_account(namespace_obj):
+    """The ServiceAccount the seat Namespace object records (its annotation), else the name of its generation."""
+    meta = (namespace_obj or {}).get('metadata') or {}
+    recorded = (meta.get('annotations') or {}).get(ACCOUNT_ANNOTATION)
+    if isinstance(recorded, str) and is_dns1123_subdomain(recorded):
+        return recorded
+    return account_name(meta.get('name'), credential_generation(namespace_obj))
 
 
 def credential_generation(namespace_obj):
@@ -95,10 +118,17 @@ def credential_generations(namespace_objects):
                 for ns in namespace_objects or [] if seat_of(ns) is not None)
 
 
-def baseline_names(seat, with_credentials=True, generation=0):
+def credential_accounts(namespace_objects):
+    """{namespace name: recorded_account} of the seat Namespace objects among namespace_objects."""
+    return dict(((ns.get('metadata') or {}).get('name'), recorded_account(ns))
+                for ns in namespace_objects or [] if seat_of(ns) is not None)
+
+
+def baseline_names(seat, with_credentials=True, account=None):
     """{resource: {names}} of the instructor's objects in a seat namespace (what a reset keeps).
 
-    Without credentials (a rotation), the seat's ServiceAccount and token Secret are not kept either.
+    account: the seat's ServiceAccount now (recorded_account; default NAME). Without credentials (a rotation), the
+    seat's ServiceAccount and token Secret are not kept either.
     """
     names = {'rolebindings': {ROLE_BINDING_NAME, REAPER_ROLE_BINDING_NAME}, 'resourcequotas': {QUOTA_NAME},
              'limitranges': {LIMIT_RANGE_NAME},
@@ -106,7 +136,7 @@ def baseline_names(seat, with_credentials=True, generation=0):
              # itself); the occupancy: rewritten by the lease reaper whenever it differs from the lab's claims.
              'configmaps': {'kube-root-ca.crt', OCCUPANCY_CONFIGMAP_NAME}}
     if with_credentials:
-        names['serviceaccounts'] = {account_name(seat, generation), 'default'}
+        names['serviceaccounts'] = {account or seat, 'default'}
         names['secrets'] = {TOKEN_SECRET_NAME}
     return names
 
@@ -167,13 +197,14 @@ def compute_hard(pods=None, cpu=None, memory=None):
 
 
 def quota_hard(device_classes, devices_per_seat=1, devices_per_class=None, gpus_per_seat=1, extra=None,
-               compute=None):
+               compute=None, counts=None):
     """spec.hard of a seat's ResourceQuota: one devices key per DeviceClass, the claim count, compute keys.
 
     Every seat claim holds one device at most (admission policy), so the claim count
     gpus_per_seat is the seat's device limit whatever the classes. devices_per_class
-    overrides devices_per_seat for the classes it names; compute (see compute_hard) and
-    extra add other quota keys and may not redefine the DRA keys, nor extra the compute keys.
+    overrides devices_per_seat for the classes it names; compute (see compute_hard), counts
+    (count/<kind> keys: seat_bounds.count_hard) and extra add other quota keys and may not
+    redefine the DRA keys, nor extra the compute or count keys.
     """
     devices_per_class = devices_per_class or {}
     extra = extra or {}
@@ -192,28 +223,33 @@ def quota_hard(device_classes, devices_per_seat=1, devices_per_class=None, gpus_
         hard[device_quota_key(name)] = str(_count(value, 'devices_per_class[%s]' % name))
     hard[CLAIM_COUNT_KEY] = str(_count(gpus_per_seat, 'gpus_per_seat'))
     hard.update(compute or {})
+    for key, value in (counts or {}).items():
+        if key in hard:
+            raise ValueError('the object counts may not redefine %s' % key)
+        hard[key] = value
     for key, value in extra.items():
         if key in hard:
-            raise ValueError('quota_extra may not redefine %s (set it with the gpus/devices/pods/cpu/memory options)'
-                             % key)
+            raise ValueError('quota_extra may not redefine %s (set it with the gpus/devices/pods/cpu/memory/objects '
+                             'options)' % key)
         hard[str(key)] = _quantity(value, 'quota_extra[%s]' % key)
     return hard
 
 
-def namespace_object(seat, pod_security='baseline', generation=0):
+def namespace_object(seat, pod_security='baseline', generation=0, account=None):
     labels = managed_labels(seat)
     if pod_security:
         labels[POD_SECURITY_LABEL] = pod_security
+    annotations = {GENERATION_ANNOTATION: str(generation), ACCOUNT_ANNOTATION: account or account_name(seat, generation)}
     return {
         'apiVersion': 'v1', 'kind': 'Namespace',
-        'metadata': {'name': seat, 'labels': labels, 'annotations': {GENERATION_ANNOTATION: str(generation)}},
+        'metadata': {'name': seat, 'labels': labels, 'annotations': annotations},
     }
 
 
-def service_account_object(seat, generation=0):
+def service_account_object(seat, account=None):
     return {
         'apiVersion': 'v1', 'kind': 'ServiceAccount',
-        'metadata': {'name': account_name(seat, generation), 'namespace': seat, 'labels': managed_labels(seat)},
+        'metadata': {'name': account or seat, 'namespace': seat, 'labels': managed_labels(seat)},
     }
 
 
@@ -228,17 +264,17 @@ def token_secret_object(seat, secret_name=TOKEN_SECRET_NAME):
     }
 
 
-def account_subject(seat, generation=0):
-    """The RBAC subject of the seat's ServiceAccount in a credential generation."""
-    return {'kind': 'ServiceAccount', 'name': account_name(seat, generation), 'namespace': seat}
+def account_subject(seat, account=None):
+    """The RBAC subject of the seat's ServiceAccount (recorded_account; default NAME)."""
+    return {'kind': 'ServiceAccount', 'name': account or seat, 'namespace': seat}
 
 
-def role_binding_object(seat, cluster_role=DEFAULT_EDIT_CLUSTER_ROLE, generation=0):
+def role_binding_object(seat, cluster_role=DEFAULT_EDIT_CLUSTER_ROLE, account=None):
     return {
         'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'RoleBinding',
         'metadata': {'name': ROLE_BINDING_NAME, 'namespace': seat, 'labels': managed_labels(seat)},
         'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': cluster_role},
-        'subjects': [account_subject(seat, generation)],
+        'subjects': [account_subject(seat, account)],
     }
 
 
@@ -277,13 +313,13 @@ def reader_cluster_role(name=DEFAULT_READER_NAME, extra_rules=None):
     }
 
 
-def reader_cluster_role_binding(seats, name=DEFAULT_READER_NAME, generations=None):
-    generations = generations or {}
+def reader_cluster_role_binding(seats, name=DEFAULT_READER_NAME, accounts=None):
+    accounts = accounts or {}
     return {
         'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRoleBinding',
         'metadata': {'name': name, 'labels': managed_labels()},
         'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': name},
-        'subjects': [account_subject(seat, generations.get(seat, 0)) for seat in seats],
+        'subjects': [account_subject(seat, accounts.get(seat)) for seat in seats],
     }
 
 
@@ -308,11 +344,14 @@ def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_cl
                        quota_extra=None, pod_security='baseline', edit_cluster_role=DEFAULT_EDIT_CLUSTER_ROLE,
                        reader_name=DEFAULT_READER_NAME, reader_extra_rules=None, secret_name=TOKEN_SECRET_NAME,
                        pods_per_seat=None, cpu_per_seat=None, memory_per_seat=None,
-                       container_default_limits=None, container_default_requests=None, generations=None):
+                       container_default_limits=None, container_default_requests=None, generations=None,
+                       accounts=None, counts=None):
     """Every object of every seat, in an order the API server accepts (namespaces first).
 
     generations: {seat: credential generation} of the seats whose namespace exists (credential_generations);
-    the others start at 0. Raises ValueError with a message naming the bad value.
+    the others start at 0. accounts: {seat: recorded_account} of those seats (credential_accounts); the others
+    get the name of their generation. counts: count/<kind> quota keys (seat_bounds.count_hard). Raises ValueError
+    with a message naming the bad value.
     """
     problems = seat_problems(seats)
     if problems:
@@ -324,16 +363,17 @@ def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_cl
         if name not in classes:
             classes.append(name)
     hard = quota_hard(classes, devices_per_seat, devices_per_class, gpus_per_seat, quota_extra,
-                      compute_hard(pods_per_seat, cpu_per_seat, memory_per_seat))
+                      compute_hard(pods_per_seat, cpu_per_seat, memory_per_seat), counts)
     limit_range_object('check', container_default_limits, container_default_requests)  # bad values fail first
     generations = dict((seat, (generations or {}).get(seat, 0)) for seat in seats)
-    objects = [namespace_object(seat, pod_security, generations[seat]) for seat in seats]
+    accounts = dict((seat, (accounts or {}).get(seat) or account_name(seat, generations[seat])) for seat in seats)
+    objects = [namespace_object(seat, pod_security, generations[seat], accounts[seat]) for seat in seats]
     objects.append(reader_cluster_role(reader_name, reader_extra_rules))
-    objects.append(reader_cluster_role_binding(seats, reader_name, generations))
+    objects.append(reader_cluster_role_binding(seats, reader_name, accounts))
     for seat in seats:
-        objects.append(service_account_object(seat, generations[seat]))
+        objects.append(service_account_object(seat, accounts[seat]))
         objects.append(token_secret_object(seat, secret_name))
-        objects.append(role_binding_object(seat, edit_cluster_role, generations[seat]))
+        objects.append(role_binding_object(seat, edit_cluster_role, accounts[seat]))
         objects.append(resource_quota_object(seat, hard))
         objects.append(limit_range_object(seat, container_default_limits, container_default_requests))
     return objects

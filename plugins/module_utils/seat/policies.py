@@ -29,6 +29,17 @@ Namespace object), never by labels on objects inside the namespace.
   saying what the seat holds and how to free it, when the seat's quota
   (count/resourceclaims.resource.k8s.io, the seat's GPUs) is used up. Its
   parameter is the seat's own ResourceQuota in the request's namespace.
+- dralab-seat-pod-grace, dralab-seat-template-grace, dralab-seat-cronjob-grace:
+  a pod, or the pod template of a controller, may take at most
+  pod_grace_max seconds to stop (terminationGracePeriodSeconds): a pod that
+  ignores SIGTERM holds its GPU no longer than that after any deletion, the
+  reset's included. The pod's own value, as the API server defaulted it
+  (30 s when it names none), is checked.
+- dralab-seat-events: a seat's own identities (any ServiceAccount of its
+  namespace) may not write Events: the ResourceQuota cannot count them
+  (seat/bounds.py UNCOUNTED), so nothing else would bound what a seat stores
+  in them. The Events the cluster writes about a seat's objects are not
+  concerned.
 
 Together with the quota on the number of claims, a seat holds at most
 gpus_per_seat GPUs (and as many companion devices) whatever DeviceClasses it
@@ -37,6 +48,7 @@ names; the quota's per-class device keys cap the companion class too.
 
 from __future__ import annotations
 
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.bounds import DEFAULT_POD_GRACE
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import CLAIM_COUNT_KEY, QUOTA_NAME, managed_labels
 from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL
 
@@ -46,7 +58,15 @@ SECRETS_POLICY = 'dralab-seat-secrets'
 CLAIM_SIZE_POLICY = 'dralab-seat-claim-size'
 TEMPLATE_SIZE_POLICY = 'dralab-seat-claim-template-size'
 CLAIM_COUNT_POLICY = 'dralab-seat-claim-count'
-POLICY_NAMES = (SERVICES_POLICY, SECRETS_POLICY, CLAIM_SIZE_POLICY, TEMPLATE_SIZE_POLICY, CLAIM_COUNT_POLICY)
+POD_GRACE_POLICY = 'dralab-seat-pod-grace'
+TEMPLATE_GRACE_POLICY = 'dralab-seat-template-grace'
+CRONJOB_GRACE_POLICY = 'dralab-seat-cronjob-grace'
+EVENTS_POLICY = 'dralab-seat-events'
+POLICY_NAMES = (SERVICES_POLICY, SECRETS_POLICY, CLAIM_SIZE_POLICY, TEMPLATE_SIZE_POLICY, CLAIM_COUNT_POLICY,
+                POD_GRACE_POLICY, TEMPLATE_GRACE_POLICY, CRONJOB_GRACE_POLICY, EVENTS_POLICY)
+# The controllers whose spec.template is a pod template: (API group, resource).
+POD_TEMPLATE_OWNERS = (('apps', 'deployments'), ('apps', 'replicasets'), ('apps', 'statefulsets'),
+                       ('apps', 'daemonsets'), ('batch', 'jobs'), ('', 'replicationcontrollers'))
 
 # Every claim holds one GPU at most, so the claim-count quota is the seat's GPU limit.
 DEVICES_PER_CLAIM = 1
@@ -65,6 +85,15 @@ def seat_namespace_selector():
 
 def _rules(group, resources, operations):
     return [{'apiGroups': [group], 'apiVersions': ['*'], 'operations': list(operations), 'resources': list(resources)}]
+
+
+def _grouped_rules(pairs, operations):
+    """Rules for (group, resource) pairs, one rule per group in the order first seen."""
+    groups = []
+    for group, _resource in pairs:
+        if group not in groups:
+            groups.append(group)
+    return [rule for group in groups for rule in _rules(group, [r for g, r in pairs if g == group], operations)]
 
 
 def _policy(name, description, rules, validations, variables=None, param_kind=None):
@@ -218,12 +247,55 @@ def claim_count_policy():
         param_kind={'apiVersion': 'v1', 'kind': 'ResourceQuota'})
 
 
-def seat_policies(devices_per_claim=DEVICES_PER_CLAIM, companion_classes=()):
+def _grace_policy(name, what, rules, spec, max_seconds):
+    """A pod spec (the CEL expression spec, which may be absent) stops within max_seconds."""
+    field = spec + '.terminationGracePeriodSeconds'
+    steps = field.split('.')
+    # has() of every optional step below object.spec, down to the field.
+    present = ' && '.join('has(%s)' % '.'.join(steps[:depth]) for depth in range(3, len(steps) + 1))
+    return _policy(
+        name, 'The pods of a workshop seat stop within %d s of being deleted (terminationGracePeriodSeconds).'
+        % max_seconds, rules,
+        [{'expression': '!(%s) || %s <= %d' % (present, field, max_seconds), 'reason': 'Forbidden',
+          'messageExpression': "'%s of a workshop seat may take at most %d s to stop (terminationGracePeriodSeconds), "
+                               "not ' + string(%s) + ' s: a pod that ignores SIGTERM would keep its GPU from the "
+                               "next group.'" % (what, max_seconds, field)}])
+
+
+def pod_grace_policies(max_seconds=DEFAULT_POD_GRACE):
+    """Seat pods, and the pod templates of the controllers seats may create, stop within max_seconds."""
+    max_seconds = int(max_seconds)
+    return [
+        _grace_policy(POD_GRACE_POLICY, 'A pod', _rules('', ['pods'], ['CREATE']), 'object.spec', max_seconds),
+        _grace_policy(TEMPLATE_GRACE_POLICY, 'The pod template',
+                      _grouped_rules(POD_TEMPLATE_OWNERS, ['CREATE', 'UPDATE']), 'object.spec.template.spec',
+                      max_seconds),
+        _grace_policy(CRONJOB_GRACE_POLICY, 'The pod template', _rules('batch', ['cronjobs'], ['CREATE', 'UPDATE']),
+                      'object.spec.jobTemplate.spec.template.spec', max_seconds),
+    ]
+
+
+def events_policy():
+    return _policy(
+        EVENTS_POLICY,
+        'Workshop seats may not write Events: the ResourceQuota cannot count them.',
+        _grouped_rules([('', 'events'), ('events.k8s.io', 'events')], ['CREATE', 'UPDATE']),
+        [{'expression': "!request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':')",
+          'reason': 'Forbidden',
+          'message': 'workshop seats may not write Events (no quota can count them); kubectl describe shows the '
+                     'Events the cluster writes about your objects.'}])
+
+
+def seat_policies(devices_per_claim=DEVICES_PER_CLAIM, companion_classes=(), pod_grace_max=DEFAULT_POD_GRACE):
     """Every policy and its binding, policies first. companion_classes: DeviceClasses of which a claim may hold
-    COMPANIONS_PER_CLAIM device(s) beside its GPU (dra_features.companion_classes)."""
+    COMPANIONS_PER_CLAIM device(s) beside its GPU (dra_features.companion_classes); pod_grace_max: the longest
+    terminationGracePeriodSeconds of a seat pod."""
     policies = [services_policy(), secrets_policy(), claim_size_policy(devices_per_claim, companion_classes),
                 template_size_policy(devices_per_claim, companion_classes), claim_count_policy()]
+    policies += pod_grace_policies(pod_grace_max) + [events_policy()]
     bindings = [_binding(SERVICES_POLICY), _binding(SECRETS_POLICY), _binding(CLAIM_SIZE_POLICY),
                 _binding(TEMPLATE_SIZE_POLICY),
                 _binding(CLAIM_COUNT_POLICY, {'name': QUOTA_NAME, 'parameterNotFoundAction': 'Deny'})]
+    bindings += [_binding(name) for name in (POD_GRACE_POLICY, TEMPLATE_GRACE_POLICY, CRONJOB_GRACE_POLICY,
+                                             EVENTS_POLICY)]
     return policies + bindings

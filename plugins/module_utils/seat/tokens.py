@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Time-bound tokens and kubeconfigs of workshop seats.
 
-Each seat's token is a TokenRequest token of the seat's ServiceAccount (of its
-namespace's credential generation: seat_model.account_name), bound to the
+Each seat's token is a TokenRequest token of the seat's ServiceAccount (the one
+its Namespace records: seat_model.recorded_account), bound to the
 seat's Secret (deleting the Secret, or recreating the ServiceAccount, revokes
 it). A token stored in the seat's kubeconfig is reused while it is
 still valid: its payload (decoded, not verified) names the same namespace,
@@ -34,11 +34,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import 
     parallel_map,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import event as seat_event
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import (
-    TOKEN_SECRET_NAME,
-    account_name,
-    credential_generation,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import TOKEN_SECRET_NAME, recorded_account
 from ansible_collections.dralab.workshop.plugins.module_utils.values import UTC, format_time
 
 # TokenRequest refuses shorter lifetimes.
@@ -279,9 +275,9 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
     def one(seat):
         """(entry, token) of one seat; token None when none is known (check mode)."""
         namespace = seat
-        # The seat's account of its namespace's credential generation (seat_model.account_name).
-        account = account_name(seat, credential_generation(client.get('/api/v1/namespaces/%s' % namespace,
-                                                                      missing_ok=True)))
+        # The seat's account its Namespace records (seat_model.recorded_account).
+        namespace_obj = client.get('/api/v1/namespaces/%s' % namespace, missing_ok=True)
+        account = recorded_account(namespace_obj or {'metadata': {'name': seat}})
         path = os.path.join(kubeconfig_dir, '%s.kubeconfig' % seat)
         stored_text = read_text(path)
         stored = kubeconfig_token(stored_text)

@@ -6,10 +6,13 @@
 from __future__ import annotations
 
 import copy
+import pathlib
 import re
 
 import pytest
+import yaml
 
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.gates import FEATURE_GATES, KNOWN_FEATURE_GATES
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import parse_feature_gates
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.resolve import resolve_hosts
@@ -197,6 +200,57 @@ def test_good_role_versions():
     result['role_versions'] = {'dra_driver_chart_version': '0.4.0', 'dra_driver_image_tag': 'v0.4.0',
                                'dra_driver_helm_version': '3.20.2'}
     assert validate(result) == ([], [])
+
+
+@pytest.mark.parametrize('bounds, expected', [
+    ({'workshop_users_quota_objects': 1},
+     ["workshop_users_quota_objects: 1 of each kind is fewer than the workshop itself needs in every seat namespace "
+      "(what the lab keeps there, and the pods of can-has-gpu and the demos: configmaps 2, pods 2, "
+      "rolebindings.rbac.authorization.k8s.io 2, serviceaccounts 2); the lab's own objects would be refused"]),
+    ({'workshop_users_quota_objects_by_kind': {'configmaps': 1}},
+     ["workshop_users_quota_objects_by_kind[configmaps]: 1 configmaps per seat is fewer than the workshop itself "
+      "needs in every seat namespace (2: what the lab keeps there, and the pods of can-has-gpu and the demos); the "
+      "lab's own objects would be refused"]),
+    ({'workshop_users_quota_pods': '1'},
+     ['workshop_users_quota_pods: 1 pods per seat is fewer than can-has-gpu and the demos need (2)']),
+    ({'workshop_users_quota_pods': 'lots'},
+     ["workshop_users_quota_pods: 'lots' is not a whole number (or empty for no cap)"]),
+    ({'workshop_users_pod_grace_max': 10},
+     ['workshop_users_pod_grace_max: 10 s is less than the 30 s Kubernetes gives every pod that names no '
+      "terminationGracePeriodSeconds: the demos' pods would be refused"]),
+    ({'lab_reset_grace_period_seconds': -1}, ['lab_reset_grace_period_seconds: -1 is negative']),
+    ({'lab_reset_grace_period_seconds': 290, 'lab_reset_wait_timeout': 300},
+     ['lab_reset_grace_period_seconds: 290 s (and the 10 s after it before a pod still there is deleted with grace '
+      '0) is not less than lab_reset_wait_timeout 300 s: the reset would give up before it']),
+])
+def test_bounds_too_small_for_the_lab_are_refused_naming_the_variable(bounds, expected):
+    result = config()
+    result['role_bounds'] = bounds
+    errors, dummy = validate(result)
+    assert errors == expected
+
+
+def test_bounds_that_fit_pass_and_the_demos_and_gpus_raise_the_pods_needed():
+    result = config()
+    result['role_bounds'] = {'workshop_users_quota_objects': 2, 'workshop_users_quota_objects_by_kind': {'pods': 4},
+                             'workshop_users_quota_pods': '', 'workshop_users_pod_grace_max': 30,
+                             'lab_reset_grace_period_seconds': 0, 'lab_reset_wait_timeout': 300}
+    assert validate(result)[0] == []
+    result['dralab_gpus_per_seat'] = 3  # can-has-gpu: a holder and a workload pod per GPU
+    assert validate(result)[0] == [
+        "workshop_users_quota_objects_by_kind[pods]: 4 pods per seat is fewer than the workshop itself needs in every "
+        "seat namespace (6: what the lab keeps there, and the pods of can-has-gpu and the demos); the lab's own objects "
+        "would be refused"]
+
+
+def test_the_role_defaults_fit_the_lab():
+    roles = pathlib.Path(__file__).resolve().parents[4] / 'roles'
+    defaults = dict(yaml.safe_load((roles / 'workshop_users/defaults/main.yml').read_text()),
+                    **yaml.safe_load((roles / 'lab_reset/defaults/main.yml').read_text()))
+    result = config()
+    result['role_bounds'] = dict((name, defaults[name]) for name in lab_settings.ROLE_BOUNDS)
+    result['dralab_dra_features'] = ['device_taints']  # the demo with two pods
+    assert validate(result)[0] == []
 
 
 def test_cel_selectors_go_through_the_compile_hook():

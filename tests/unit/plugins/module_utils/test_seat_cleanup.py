@@ -89,31 +89,41 @@ def test_rotation_deletes_every_service_account_and_secret_labels_or_not():
     assert [i['metadata']['name'] for i in api.items['rolebindings']] == ['dralab-seat-edit']
 
 
-def test_rotation_moves_the_seats_binding_to_the_next_account_before_anything_is_deleted():
-    """A token of the old account that kube-apiserver still accepts from its cache must find no binding while the
-    namespace is cleared: the generation goes up and the edit binding names user01-g1 first."""
+def test_rotation_moves_the_seats_binding_to_an_unguessable_account_before_anything_is_deleted():
+    """A token of the old account that kube-apiserver still accepts from its cache, or one the seat prepared for the
+    account it expects next (user01-g1), must find no binding while the namespace is cleared: the edit binding names a
+    new random account first, and only then does the Namespace (which the seat can read) record it."""
     api = seat_made(lab())
     api.items['rolebindings'][0]['subjects'] = [{'kind': 'ServiceAccount', 'name': 'user01', 'namespace': 'user01'}]
-    result = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01', 'user02'], wait=True,
-                                                           rotate_credentials=True)
+    nonces = iter(['5eed0001', '5eed0002', '5eed0003'])
+    result = sc.SeatCleaner(api, sleep=lambda s: None, nonce=lambda: next(nonces)).run(
+        only=['user01', 'user02'], wait=True, rotate_credentials=True)
     assert result['credential_generations'] == {'user01': 1, 'user02': 1} and result['changed'] is True
     namespace = [n for n in api.namespaces if n['metadata']['name'] == 'user01'][0]
-    assert namespace['metadata']['annotations'] == {'dralab.workshop/credential-generation': '1'}
-    assert api.items['rolebindings'][0]['subjects'] == [
-        {'kind': 'ServiceAccount', 'name': 'user01-g1', 'namespace': 'user01'}]
+    account = namespace['metadata']['annotations']['dralab.workshop/credential-account']
+    assert account in ('user01-g1-5eed0001', 'user01-g1-5eed0002')  # the seats rotate in parallel
+    assert namespace['metadata']['annotations']['dralab.workshop/credential-generation'] == '1'
+    assert api.items['rolebindings'][0]['subjects'] == [{'kind': 'ServiceAccount', 'name': account,
+                                                         'namespace': 'user01'}]
     writes = [call[:2] for call in api.calls if call[0] in ('PATCH', 'DELETE')]
     first_delete = [call[0] for call in writes].index('DELETE')
+    binding = '/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings/dralab-seat-edit'
     assert sorted(writes[:first_delete]) == [
         ('PATCH', '/api/v1/namespaces/user01'), ('PATCH', '/api/v1/namespaces/user02'),
-        ('PATCH', '/apis/rbac.authorization.k8s.io/v1/namespaces/user01/rolebindings/dralab-seat-edit'),
-        ('PATCH', '/apis/rbac.authorization.k8s.io/v1/namespaces/user02/rolebindings/dralab-seat-edit')]
-    # The next rotation counts on; a reset that keeps the credentials keeps this generation's account.
-    api.items['serviceaccounts'] = [obj('user01', 'user01-g1'), obj('user01', 'user01'), obj('user01', 'default')]
+        ('PATCH', binding % 'user01'), ('PATCH', binding % 'user02')]
+    for seat in ('user01', 'user02'):  # the binding moves before the name is written where the seat can read it
+        assert writes.index(('PATCH', binding % seat)) < writes.index(('PATCH', '/api/v1/namespaces/' + seat))
+    # A reset that keeps the credentials keeps the recorded account (and nothing named like a generation).
+    api.items['serviceaccounts'] = [obj('user01', account), obj('user01', 'user01-g1'), obj('user01', 'user01'),
+                                    obj('user01', 'default')]
     kept = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01'], wait=True)
-    assert kept['deleted'] == {'serviceaccounts': ['user01/user01']} and 'credential_generations' not in kept
-    again = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01'], wait=True, rotate_credentials=True)
+    assert kept['deleted'] == {'serviceaccounts': ['user01/user01', 'user01/user01-g1']}
+    assert 'credential_generations' not in kept
+    again = sc.SeatCleaner(api, sleep=lambda s: None, nonce=lambda: 'abcdef12').run(
+        only=['user01'], wait=True, rotate_credentials=True)
     assert again['credential_generations'] == {'user01': 2}
-    assert again['credentials_deleted'] == ['serviceaccounts user01/default', 'serviceaccounts user01/user01-g1']
+    assert again['credentials_deleted'] == ['serviceaccounts user01/default', 'serviceaccounts user01/%s' % account]
+    assert namespace['metadata']['annotations']['dralab.workshop/credential-account'] == 'user01-g2-abcdef12'
 
 
 def test_rotation_in_check_mode_moves_nothing():
@@ -149,14 +159,26 @@ def test_terminating_objects_are_waited_for_not_deleted_again():
     assert [call[0] for call in api.deletes()] == ['/api/v1/namespaces/user01/pods']
 
 
+def waits(sleeps):
+    """The pauses of each wait (a wait starts again at poll_interval / 10)."""
+    found = []
+    for pause in sleeps:
+        if pause == 0.2:
+            found.append([])
+        found[-1].append(pause)
+    return found
+
+
 def test_wait_polls_until_gone():
     api = lab()
     api.deletions_take = 2
     sleeps = []
     result = sc.SeatCleaner(api, sleep=sleeps.append, clock=lambda: 0).run(wait=True, wait_timeout=60)
     assert result['remaining'] == [] and result['failed_seats'] == []
-    # The first look again comes soon; the pauses grow, never beyond poll_interval (2 s).
-    assert sleeps and sleeps[0] == 0.2 and sleeps == sorted(sleeps) and max(sleeps) <= 2
+    # The first look again comes soon; the pauses grow, never beyond poll_interval (2 s). Two waits: the workloads,
+    # then the rest.
+    assert sleeps and sleeps[0] == 0.2 and max(sleeps) <= 2
+    assert len(waits(sleeps)) == 2 and all(pauses == sorted(pauses) for pauses in waits(sleeps))
 
 
 def test_wait_backs_off_to_the_poll_interval():
@@ -164,15 +186,21 @@ def test_wait_backs_off_to_the_poll_interval():
     api.deletions_take = 12
     sleeps = []
     sc.SeatCleaner(api, sleep=sleeps.append, clock=lambda: 0).run(wait=True, wait_timeout=60)
-    assert sleeps[-1] == 2 and sleeps == sorted(sleeps)
+    assert all(pauses[-1] == 2 and pauses == sorted(pauses) for pauses in waits(sleeps))
+
+
+def stubborn_run(step, **options):
+    """user02's pod carries a finalizer nobody removes; a run whose clock moves `step` seconds per look."""
+    api = lab()
+    api.items['pods'][2]['metadata']['finalizers'] = ['example.com/never']
+    ticks = iter(range(0, 1000, step))
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: next(ticks)).run(wait=True, wait_timeout=120,
+                                                                                      **options)
+    return api, result
 
 
 def test_a_seats_finalizer_is_removed_after_the_grace():
-    api = lab()
-    api.items['pods'][2]['metadata']['finalizers'] = ['example.com/never']
-    ticks = iter(range(0, 1000, 5))
-    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: next(ticks)).run(
-        wait=True, wait_timeout=120, finalizer_grace=10)
+    api, result = stubborn_run(5, finalizer_grace=10)
     assert result['finalizers_removed'] == ['pods user02/solo: example.com/never']
     assert result['remaining'] == [] and not [p for p in api.items['pods'] if p['metadata']['namespace'] == 'user02']
     put = [c for c in api.calls if c[0] == 'PUT']
@@ -195,8 +223,11 @@ def test_wait_times_out_naming_what_is_left_and_its_seats():
     assert message.startswith('7 object(s) are still present in the seat namespace(s) user01, user02, user03 after '
                               'waiting: ')
     assert 'pods user02/solo (terminating since now) phase Running on node node-1' in message
-    assert 'resourceclaims user02/gpu (terminating since now) allocated node-1/gpu-3 reserved for pods solo' in message
-    assert result['deleted_count'] == 7
+    # The pods outlived the wait: their namespace keeps its claim (a pod may still use the device).
+    assert 'resourceclaims user02/gpu allocated node-1/gpu-3 reserved for pods solo' in message
+    assert 'claims of a namespace with pods left are not deleted' in message
+    assert result['deleted_count'] == 6 and 'resourceclaims' not in result['deleted']
+    assert not [c for c in api.deletes() if c[0].endswith('/resourceclaims')]
 
 
 def test_a_per_seat_reset_touches_only_that_seat():
@@ -226,6 +257,123 @@ def test_no_seat_namespaces_means_nothing_to_do():
     api = FakeApi([ns('user01', {})], {'pods': [obj('user01', 'x')]})
     result = sc.SeatCleaner(api).run()
     assert result == {'namespaces': [], 'seat_namespaces': [], 'deleted': {}, 'deleted_count': 0, 'terminating': {},
-                      'credentials_deleted': [], 'finalizers_removed': [], 'changed': False, 'remaining': [],
-                      'failed_seats': [], 'remaining_message': ''}
+                      'credentials_deleted': [], 'finalizers_removed': [], 'forced': [], 'changed': False,
+                      'remaining': [], 'failed_seats': [], 'remaining_message': ''}
     assert OURS  # the fixture's labels are what makes a namespace a seat
+
+
+def test_claims_are_deleted_only_once_no_pod_is_left():
+    """A claim is never released while a pod that may use its device exists: the workloads go first, and the
+    reset waits until no pod is left before it deletes any claim."""
+    api = lab()
+    api.deletions_take = 3
+    pods_at_claim_delete = []
+    request = api.request
+
+    def watching(method, path, body=None, query=None, content_type=None):
+        if method == 'DELETE' and path.endswith('/resourceclaims'):
+            pods_at_claim_delete.extend(p['metadata']['name'] for p in api.items['pods']
+                                        if p['metadata']['namespace'] == path.split('/')[-2])
+        return request(method, path, body, query, content_type)
+    api.request = watching
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: 0).run(wait=True, wait_timeout=60)
+    assert result['remaining'] == [] and result['deleted']['resourceclaims'] == ['user02/gpu']
+    assert pods_at_claim_delete == []
+    deletes = [call[0] for call in api.deletes()]
+    assert deletes.index('/apis/resource.k8s.io/v1/namespaces/user02/resourceclaims') > deletes.index(
+        '/api/v1/namespaces/user02/pods')
+
+
+def test_pods_get_the_resets_grace_and_then_grace_zero():
+    """A pod that asked for a day to stop gets the reset's grace; still there 10 s after it, it is deleted with
+    grace 0 (a node that does not answer never confirms)."""
+    # The finalizer keeps the pod in the API as a node that does not answer would (the pod asked for a day).
+    api, result = stubborn_run(4, grace_period_seconds=5, finalizer_grace=60)
+    pod_deletes = [body for path, body in api.deletes() if path == '/api/v1/namespaces/user02/pods']
+    assert [body['gracePeriodSeconds'] for body in pod_deletes] == [5, 0]
+    assert result['forced'] == ['pods user02/solo'] and result['changed'] is True
+    # The finalizers went after finalizer_grace; only then was the claim deleted.
+    assert result['finalizers_removed'] == ['pods user02/solo: example.com/never']
+    assert result['remaining'] == [] and result['deleted']['resourceclaims'] == ['user02/gpu']
+
+
+def test_without_a_grace_period_no_pod_is_forced():
+    api, result = stubborn_run(4, finalizer_grace=60)
+    assert result['forced'] == []
+    assert all('gracePeriodSeconds' not in body for _path, body in api.deletes())
+
+
+def test_a_claim_a_living_pod_holds_keeps_its_finalizers():
+    """Even when only the claims are cleared (kinds), a claim reserved for a pod that still exists is not stripped
+    of its finalizers: Kubernetes' delete-protection keeps the device until the pod is gone."""
+    api = lab()
+    pod = api.items['pods'][2]
+    claim = api.items['resourceclaims'][0]
+    claim['metadata']['finalizers'] = ['resource.kubernetes.io/delete-protection']
+    claim['status'] = {'reservedFor': [{'resource': 'pods', 'name': 'solo', 'uid': pod['metadata']['uid']}]}
+    ticks = iter(range(0, 1000, 10))
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: next(ticks)).run(
+        kinds=['resourceclaims'], wait=True, wait_timeout=60, finalizer_grace=15)
+    assert result['finalizers_removed'] == [] and not [c for c in api.calls if c[0] == 'PUT']
+    assert result['failed_seats'] == ['user02']
+    assert 'resourceclaims user02/gpu (terminating since now' in result['remaining'][0]
+    # Once the pod is gone, the next reset strips them.
+    api.items['pods'].remove(pod)
+    again = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: next(ticks)).run(
+        kinds=['resourceclaims'], wait=True, wait_timeout=60, finalizer_grace=15)
+    assert again['finalizers_removed'] == ['resourceclaims user02/gpu: resource.kubernetes.io/delete-protection']
+    assert again['remaining'] == []
+
+
+def test_pods_a_dying_controller_makes_meanwhile_are_deleted_too():
+    api = lab()
+    api.deletions_take = 2
+    request = api.request
+    made = []
+
+    def controller(method, path, body=None, query=None, content_type=None):
+        answer = request(method, path, body, query, content_type)
+        if method == 'GET' and path == '/api/v1/pods' and not made and any(
+                p['metadata'].get('deletionTimestamp') for p in api.items['pods']):
+            made.append(obj('user01', 'web-1-c'))  # the ReplicaSet, not yet gone, replaced a pod
+            api.items['pods'].append(made[0])
+        return answer
+    api.request = controller
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: 0).run(wait=True, wait_timeout=60)
+    assert made and result['remaining'] == []
+    assert not [p for p in api.items['pods'] if p['metadata']['namespace'] == 'user01']
+    assert [path for path, _body in api.deletes()].count('/api/v1/namespaces/user01/pods') == 2
+
+
+def test_a_claim_loses_its_finalizers_once_the_pod_holding_it_is_gone():
+    api = lab()
+    pod = api.items['pods'][2]
+    claim = api.items['resourceclaims'][0]
+    claim['metadata']['finalizers'] = ['example.com/keep-my-gpu']
+    claim['status'] = {'reservedFor': [{'resource': 'pods', 'name': 'solo', 'uid': pod['metadata']['uid']}]}
+    looks = []
+    request = api.request
+
+    def kubelet(method, path, body=None, query=None, content_type=None):
+        if method == 'GET' and path == '/api/v1/pods':
+            looks.append(path)
+            if len(looks) == 4:  # the node finally confirms the pod's end
+                api.items['pods'].remove(pod)
+        return request(method, path, body, query, content_type)
+    api.request = kubelet
+    ticks = iter(range(0, 1000, 10))
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: next(ticks)).run(
+        kinds=['resourceclaims'], wait=True, wait_timeout=120, finalizer_grace=15)
+    assert result['finalizers_removed'] == ['resourceclaims user02/gpu: example.com/keep-my-gpu']
+    assert result['remaining'] == [] and len(looks) >= 4
+
+
+def test_a_pod_the_seat_deleted_with_a_day_of_grace_gets_the_resets():
+    """kubectl delete --grace-period=86400 before the reset: the reset's shorter grace period overrides it."""
+    api = lab()
+    api.items['pods'][2]['metadata'].update(deletionTimestamp='tomorrow', deletionGracePeriodSeconds=86400)
+    result = sc.SeatCleaner(api, sleep=lambda s: None, clock=lambda: 0).run(wait=True, wait_timeout=60,
+                                                                            grace_period_seconds=5)
+    assert result['terminating'] == {'pods': ['user02/solo']} and result['remaining'] == []
+    assert [body['gracePeriodSeconds'] for path, body in api.deletes() if path == '/api/v1/namespaces/user02/pods'] \
+        == [5]

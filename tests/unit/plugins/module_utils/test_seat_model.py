@@ -210,10 +210,21 @@ def test_baseline_names_keep_credentials_unless_rotating():
 
 def test_credential_generations_name_the_seats_accounts():
     assert seat_model.account_name('user07') == 'user07' and seat_model.account_name('user07', 3) == 'user07-g3'
-    assert seat_model.baseline_names('user07', generation=3)['serviceaccounts'] == {'user07-g3', 'default'}
-    annotated = seat_model.namespace_object('user07', generation=3)
-    assert annotated['metadata']['annotations'] == {'dralab.workshop/credential-generation': '3'}
+    assert seat_model.baseline_names('user07', account='user07-g3-0a1b2c3d')['serviceaccounts'] == {
+        'user07-g3-0a1b2c3d', 'default'}
+    assert seat_model.baseline_names('user07')['serviceaccounts'] == {'user07', 'default'}
+    annotated = seat_model.namespace_object('user07', generation=3, account='user07-g3-0a1b2c3d')
+    assert annotated['metadata']['annotations'] == {'dralab.workshop/credential-generation': '3',
+                                                    'dralab.workshop/credential-account': 'user07-g3-0a1b2c3d'}
     assert seat_model.credential_generation(annotated) == 3
+    assert seat_model.recorded_account(annotated) == 'user07-g3-0a1b2c3d'
+    # A Namespace made before accounts were recorded: the name of its generation.
+    legacy = {'metadata': {'name': 'user07', 'annotations': {'dralab.workshop/credential-generation': '2'}}}
+    assert seat_model.recorded_account(legacy) == 'user07-g2'
+    legacy['metadata']['annotations']['dralab.workshop/credential-account'] = 'Not A Name'
+    assert seat_model.recorded_account(legacy) == 'user07-g2'
+    assert seat_model.namespace_object('user08')['metadata']['annotations'] == {
+        'dralab.workshop/credential-generation': '0', 'dralab.workshop/credential-account': 'user08'}
     foreign = {'metadata': {'name': 'x', 'annotations': {'dralab.workshop/credential-generation': '5'}}}
     for value, generation in (('', 0), ('-2', 0), ('two', 0), (None, 0), ('7', 7)):
         ns = seat_model.namespace_object('user08')
@@ -221,18 +232,33 @@ def test_credential_generations_name_the_seats_accounts():
         assert seat_model.credential_generation(ns) == generation, value
     assert seat_model.credential_generations([annotated, seat_model.namespace_object('user08'), foreign]) == {
         'user07': 3, 'user08': 0}
+    assert seat_model.credential_accounts([annotated, seat_model.namespace_object('user08'), foreign]) == {
+        'user07': 'user07-g3-0a1b2c3d', 'user08': 'user08'}
+
+
+def test_a_rotated_account_name_is_the_generation_and_a_nonce():
+    assert seat_model.rotated_account_name('user07', 4, '9f0e1d2c') == 'user07-g4-9f0e1d2c'
+    with pytest.raises(ValueError, match='not a DNS-1123 subdomain'):
+        seat_model.rotated_account_name('user07', 4, 'NOPE')
 
 
 def test_objects_of_a_rotated_seat_bind_its_current_account():
-    objects = seat_model.build_seat_objects(['user01', 'user02'], ['gpu.example.com'], generations={'user02': 2})
+    objects = seat_model.build_seat_objects(['user01', 'user02', 'user03'], ['gpu.example.com'],
+                                            generations={'user02': 2, 'user03': 1},
+                                            accounts={'user03': 'user03-g1-00c0ffee'})
     by_kind = {}
     for obj in objects:
         by_kind.setdefault(obj['kind'], []).append(obj)
-    assert [sa['metadata']['name'] for sa in by_kind['ServiceAccount']] == ['user01', 'user02-g2']
+    assert [sa['metadata']['name'] for sa in by_kind['ServiceAccount']] == ['user01', 'user02-g2', 'user03-g1-00c0ffee']
     assert [rb['subjects'] for rb in by_kind['RoleBinding']] == [
         [{'kind': 'ServiceAccount', 'name': 'user01', 'namespace': 'user01'}],
-        [{'kind': 'ServiceAccount', 'name': 'user02-g2', 'namespace': 'user02'}]]
+        [{'kind': 'ServiceAccount', 'name': 'user02-g2', 'namespace': 'user02'}],
+        [{'kind': 'ServiceAccount', 'name': 'user03-g1-00c0ffee', 'namespace': 'user03'}]]
     assert by_kind['ClusterRoleBinding'][0]['subjects'] == [
         {'kind': 'ServiceAccount', 'name': 'user01', 'namespace': 'user01'},
-        {'kind': 'ServiceAccount', 'name': 'user02-g2', 'namespace': 'user02'}]
-    assert [ns['metadata']['annotations'][seat_model.GENERATION_ANNOTATION] for ns in by_kind['Namespace']] == ['0', '2']
+        {'kind': 'ServiceAccount', 'name': 'user02-g2', 'namespace': 'user02'},
+        {'kind': 'ServiceAccount', 'name': 'user03-g1-00c0ffee', 'namespace': 'user03'}]
+    assert [ns['metadata']['annotations'][seat_model.GENERATION_ANNOTATION] for ns in by_kind['Namespace']] == [
+        '0', '2', '1']
+    assert [ns['metadata']['annotations'][seat_model.ACCOUNT_ANNOTATION] for ns in by_kind['Namespace']] == [
+        'user01', 'user02-g2', 'user03-g1-00c0ffee']

@@ -12,7 +12,7 @@ def by_kind_and_name(objects):
 
 def test_every_policy_has_a_binding_that_denies():
     objects = by_kind_and_name(seat_policies.seat_policies())
-    assert len(objects) == 10
+    assert len(objects) == 2 * len(seat_policies.POLICY_NAMES) == 18
     for name in seat_policies.POLICY_NAMES:
         policy = objects[('ValidatingAdmissionPolicy', name)]
         binding = objects[('ValidatingAdmissionPolicyBinding', name)]
@@ -84,3 +84,35 @@ def test_a_companion_class_allows_one_device_of_it_beside_the_gpu():
             '!variables.asksAll', 'variables.devices <= 1',
             'variables.companions <= %d' % seat_policies.COMPANIONS_PER_CLAIM]
         assert 'nic.example.com' in policy['metadata']['annotations']['dralab.workshop/description']
+
+
+def test_grace_policies_cap_pods_and_every_pod_template_at_the_maximum():
+    objects = by_kind_and_name(seat_policies.seat_policies(pod_grace_max=45))
+    expected = {
+        seat_policies.POD_GRACE_POLICY: ([('', ['pods'], ['CREATE'])], 'object.spec'),
+        seat_policies.TEMPLATE_GRACE_POLICY: (
+            [('apps', ['deployments', 'replicasets', 'statefulsets', 'daemonsets'], ['CREATE', 'UPDATE']),
+             ('batch', ['jobs'], ['CREATE', 'UPDATE']), ('', ['replicationcontrollers'], ['CREATE', 'UPDATE'])],
+            'object.spec.template.spec'),
+        seat_policies.CRONJOB_GRACE_POLICY: ([('batch', ['cronjobs'], ['CREATE', 'UPDATE'])],
+                                             'object.spec.jobTemplate.spec.template.spec'),
+    }
+    for name, (rules, spec) in expected.items():
+        policy = objects[('ValidatingAdmissionPolicy', name)]
+        assert [(r['apiGroups'][0], r['resources'], r['operations'])
+                for r in policy['spec']['matchConstraints']['resourceRules']] == rules
+        [validation] = policy['spec']['validations']
+        field = spec + '.terminationGracePeriodSeconds'
+        assert validation['expression'].endswith(') || %s <= 45' % field)
+        assert 'has(%s)' % field in validation['expression']
+        assert 'at most 45 s to stop' in validation['messageExpression']
+
+
+def test_seats_may_not_write_events_which_no_quota_counts():
+    objects = by_kind_and_name(seat_policies.seat_policies())
+    policy = objects[('ValidatingAdmissionPolicy', seat_policies.EVENTS_POLICY)]
+    assert [(r['apiGroups'], r['resources']) for r in policy['spec']['matchConstraints']['resourceRules']] == [
+        ([''], ['events']), (['events.k8s.io'], ['events'])]
+    # Any ServiceAccount of the seat's own namespace: the seat's, and any it made or impersonates.
+    assert policy['spec']['validations'][0]['expression'] == (
+        "!request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':')")

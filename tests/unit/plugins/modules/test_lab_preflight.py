@@ -26,7 +26,7 @@ def test_every_lab_option_maps_to_a_dralab_variable():
     assert config['groups'] == GROUPS and config['hosts'] == ['cp1']
     assert set(lab_preflight.argspec()) == set(lab_preflight.LAB_OPTIONS) | {
         'groups', 'hosts', 'host_settings', 'node_addresses', 'internal_addresses', 'access_addresses', 'role_versions',
-        'check_api'}
+        'role_bounds', 'check_api'}
 
 
 def closed_port_kubeconfig(tmp_path):

@@ -9,7 +9,7 @@ import json
 
 import yaml
 
-from apply_fakes import Store
+from apply_fakes import RbacStore, Store
 from module_runner import run_module
 from seat_fakes import NOW, CappedTokenApi, FakeTokenApi, lab, no_sleep
 
@@ -24,15 +24,21 @@ def test_seat_objects_for_72_seats():
     assert code == 0 and result['changed'] is False
     assert result['counts'] == {'Namespace': 72, 'ServiceAccount': 72, 'Secret': 72, 'RoleBinding': 72,
                                 'ResourceQuota': 72, 'LimitRange': 72, 'ClusterRole': 1, 'ClusterRoleBinding': 1,
-                                'ValidatingAdmissionPolicy': 5, 'ValidatingAdmissionPolicyBinding': 5}
-    assert len(result['objects']) == 72 * 6 + 2 + 10
+                                'ValidatingAdmissionPolicy': 9, 'ValidatingAdmissionPolicyBinding': 9}
+    assert len(result['objects']) == 72 * 6 + 2 + 18
     # Policies first, then the namespaces.
-    assert [o['kind'] for o in result['objects'][:10]] == ['ValidatingAdmissionPolicy'] * 5 + [
-        'ValidatingAdmissionPolicyBinding'] * 5
-    assert result['objects'][10]['kind'] == 'Namespace'
+    assert [o['kind'] for o in result['objects'][:18]] == ['ValidatingAdmissionPolicy'] * 9 + [
+        'ValidatingAdmissionPolicyBinding'] * 9
+    assert result['objects'][18]['kind'] == 'Namespace'
     assert result['quota'] == {'gpu.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'gpu-40gi.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'count/resourceclaims.resource.k8s.io': '1'}
+    assert result['object_bytes_max'] == 1536 * 1024  # one claim
+    # Without apply (no discovery), only the kinds named per kind are counted.
+    code, result = run_module('seat_objects', {'seats': ['user01'], 'quota_objects': 3,
+                                               'quota_objects_by_kind': {'configmaps': 4, 'jobs.batch': 2}})
+    assert code == 0 and result['quota']['count/configmaps'] == '4' and result['quota']['count/jobs.batch'] == '2'
+    assert result['object_bytes_max'] == 7 * 1536 * 1024
     assert result['admin_access_patches'] == [] and result['stale_namespaces'] == []
 
 
@@ -56,6 +62,11 @@ def test_seat_objects_bad_input_fails_clearly():
     code, result = run_module('seat_objects', {'seats': ['user01'], 'devices_per_class': {'x.example.com': 1}})
     assert code == 1
     assert result['msg'].startswith('Cannot build the seat objects: devices_per_class names DeviceClasses')
+    code, result = run_module('seat_objects', {'seats': ['user01'], 'pod_grace_max': 10})
+    assert code == 1 and result['msg'].startswith('pod_grace_max: 10 s is less than the 30 s Kubernetes gives')
+    code, result = run_module('seat_objects', {'seats': ['user01'], 'quota_objects_by_kind': {'events': 5}})
+    assert code == 1 and 'quota_objects_by_kind names events, which the seats cannot create or the quota cannot' \
+        in result['msg']
 
 
 def test_device_class_menu_module():
@@ -176,3 +187,30 @@ def test_seat_tokens_module_refuses_an_unreadable_event_end(tmp_path):
             'event_end': '2027-01-16T17:00:00'}
     code, result = run_module('seat_tokens', args, FakeTokenApi(['user01']), NOW)
     assert code == 1 and result['msg'].startswith("Cannot issue the seat tokens: '2027-01-16T17:00:00' has no UTC offset")
+
+
+def test_seat_objects_counts_every_kind_the_seats_rbac_lets_them_create():
+    """The count/ keys come from the rules of the edit ClusterRole (as served) and the discovery, not from a list:
+    a kind the role allows is counted, one it does not allow is not, and Events, which no quota counts, are left
+    to their admission policy."""
+    rules = [{'apiGroups': [''], 'resources': ['pods', 'configmaps', 'secrets', 'serviceaccounts', 'services', 'events',
+                                               'pods/exec'], 'verbs': ['create', 'delete']},
+             {'apiGroups': ['apps', 'batch'], 'resources': ['deployments', 'jobs', 'cronjobs'], 'verbs': ['*']},
+             {'apiGroups': ['resource.k8s.io'], 'resources': ['resourceclaims', 'resourceclaimtemplates'],
+              'verbs': ['create']},
+             {'apiGroups': [''], 'resources': ['resourcequotas'], 'verbs': ['get', 'list']}]
+    store = RbacStore({'edit': rules})
+    args = {'seats': ['user01'], 'apply': True, 'quota_objects': 4, 'quota_objects_by_kind': {'pods': 9}}
+    code, result = run_module('seat_objects', args, store)
+    assert code == 0, result
+    counted = dict((key, value) for key, value in result['quota'].items() if key.startswith('count/'))
+    assert counted == {'count/configmaps': '4', 'count/cronjobs.batch': '4', 'count/deployments.apps': '4',
+                       'count/jobs.batch': '4', 'count/pods': '9', 'count/resourceclaimtemplates.resource.k8s.io': '4',
+                       'count/secrets': '4', 'count/serviceaccounts': '4', 'count/services': '4',
+                       'count/resourceclaims.resource.k8s.io': '1'}
+    assert result['object_bytes_max'] == 42 * 1536 * 1024
+    quota = store.objects['/api/v1/namespaces/user01/resourcequotas/dralab-seat-quota']
+    assert quota['spec']['hard'] == result['quota']
+    # A kind the role does not let the seats create cannot be given a count (a misspelling would count nothing).
+    code, result = run_module('seat_objects', dict(args, quota_objects_by_kind={'statefulsets.apps': 2}), store)
+    assert code == 1 and 'quota_objects_by_kind names statefulsets.apps, which the seats cannot create' in result['msg']

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: dralab.workshop contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The preflight's check of the role variables that bound one seat (lab_settings.ROLE_BOUNDS).
+
+Only the variables the inventory sets are checked (config['role_bounds']); a role's default is known to fit. A
+count below what the lab itself keeps in a seat namespace, or below the pods of can-has-gpu and of the lab's
+demos, would make the API server refuse the lab's own objects: it stops the run before any change, naming the
+variable. When only one of workshop_users_quota_objects and workshop_users_quota_objects_by_kind is set, the other
+is taken as empty (so the check may ask for a per-kind entry the role's default would have given).
+"""
+
+from __future__ import annotations
+
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import feature_problems, selected
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import given
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import bounds as seat_bounds
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import baseline_names
+from ansible_collections.dralab.workshop.plugins.module_utils.values import as_int, show
+
+
+def workshop_needs(config):
+    """seat_bounds.needs for the lab's dralab_gpus_per_seat and dralab_dra_features."""
+    try:
+        gpus = as_int(given(config, 'dralab_gpus_per_seat'))
+    except ValueError:
+        gpus = 0  # reported by the settings check
+    features = given(config, 'dralab_dra_features')
+    demo_pods = 0
+    if not feature_problems(features, 'dralab_dra_features'):
+        demo_pods = max([feature.seat_pods for feature in selected(features) if feature.demo] or [0])
+    return seat_bounds.needs(baseline_names('seat'), gpus, demo_pods)
+
+
+def check_seat_bounds(config, report):
+    values = config.get('role_bounds') or {}
+    wanted = workshop_needs(config)
+    if 'workshop_users_quota_objects' in values or 'workshop_users_quota_objects_by_kind' in values:
+        per_kind = values.get('workshop_users_quota_objects')
+        by_kind = values.get('workshop_users_quota_objects_by_kind')
+        if per_kind is None:  # only the mapping is set: the role's default covers the other kinds
+            per_kind = max(wanted.values())
+        for field, sentence in seat_bounds.count_problems(per_kind, {} if by_kind is None else by_kind, wanted):
+            report.error(field, sentence)
+    pods = values.get('workshop_users_quota_pods')
+    if pods is not None and str(pods).strip() != '':
+        try:
+            number = as_int(pods)
+        except ValueError:
+            report.error('workshop_users_quota_pods', '%s is not a whole number (or empty for no cap)' % show(pods))
+        else:
+            if number < wanted['pods']:
+                report.error('workshop_users_quota_pods', '%d pods per seat is fewer than can-has-gpu and the demos '
+                             'need (%d)' % (number, wanted['pods']))
+    if values.get('workshop_users_pod_grace_max') is not None:
+        problem = seat_bounds.grace_problem(values['workshop_users_pod_grace_max'])
+        if problem:
+            report.error('workshop_users_pod_grace_max', problem)
+    check_reset_grace(values, report)
+
+
+def check_reset_grace(values, report):
+    """lab_reset_grace_period_seconds: 0 or more, and leaving the wait time to delete a pod with grace 0."""
+    key = 'lab_reset_grace_period_seconds'
+    if values.get(key) is None:
+        return
+    try:
+        grace = as_int(values[key])
+    except ValueError:
+        report.error(key, '%s is not a whole number of seconds' % show(values[key]))
+        return
+    if grace < 0:
+        report.error(key, '%d is negative' % grace)
+        return
+    try:
+        timeout = as_int(values.get('lab_reset_wait_timeout'))
+    except ValueError:
+        return
+    if grace + seat_bounds.FORCE_AFTER >= timeout:
+        report.error(key, '%d s (and the %d s after it before a pod still there is deleted with grace 0) is not less '
+                          'than lab_reset_wait_timeout %d s: the reset would give up before it'
+                     % (grace, seat_bounds.FORCE_AFTER, timeout))
