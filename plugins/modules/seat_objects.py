@@ -265,15 +265,15 @@ counts:
   type: dict
   sample: {Namespace: 72, ServiceAccount: 72, Secret: 72, RoleBinding: 72, ResourceQuota: 72, LimitRange: 72,
            ClusterRole: 1, ClusterRoleBinding: 1, ValidatingAdmissionPolicy: 5, ValidatingAdmissionPolicyBinding: 5}
-quota:
-  description: The C(spec.hard) of every seat's ResourceQuota.
-  returned: success
-  type: dict
 object_bytes_max:
   description: The most bytes a seat's objects can take in etcd under that quota (every counted object at 1.5 MiB).
   returned: success
   type: int
   sample: 158334976
+quota:
+  description: The C(spec.hard) of every seat's ResourceQuota.
+  returned: success
+  type: dict
   sample: {gpu.example.com.deviceclass.resource.k8s.io/devices: "1", count/resourceclaims.resource.k8s.io: "1",
            pods: "10", requests.cpu: "4", limits.cpu: "4", requests.memory: 8Gi, limits.memory: 8Gi}
 admin_access_namespaces:

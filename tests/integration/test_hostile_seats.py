@@ -276,8 +276,8 @@ def handover(control_plane, workshop, tmp_path_factory):
     writers.append(threading.Thread(target=keep_writing, args=(admin, prepared["token"], PREPARER, "prepared", done,
                                                                writes)))
     seen = []
-    watchers = [threading.Thread(target=record_events, args=(admin, HOLDER, kind, done, seen)) for kind in ("pods",
-                                                                                                      "claims")]
+    watchers = [threading.Thread(target=record_events, args=(admin, HOLDER, kind, done, seen))
+                for kind in ("pods", "claims")]
     for thread in writers + watchers:
         thread.start()
     time.sleep(1)  # the watches are open (they start from the listed resourceVersion anyway)

@@ -76,8 +76,8 @@ def seat_may_create(api, seat):
     """(group, resource) of every namespaced kind the seat may create, as the API server tells the seat itself."""
     review = client.AuthorizationV1Api(api).create_self_subject_rules_review({"spec": {"namespace": seat}})
     served = {}
-    for group, path in [("", "/api/v1")] + [(g["name"], "/apis/" + g["preferredVersion"]["groupVersion"])
-                                             for g in raw_get(api, "/apis")["groups"]]:
+    groups = [(g["name"], "/apis/" + g["preferredVersion"]["groupVersion"]) for g in raw_get(api, "/apis")["groups"]]
+    for group, path in [("", "/api/v1")] + groups:
         for resource in raw_get(api, path)["resources"]:
             if resource["namespaced"] and "/" not in resource["name"] and "create" in resource["verbs"]:
                 served[(group, resource["name"])] = True

@@ -104,8 +104,8 @@ def object_counts(kinds, per_kind, by_kind=None):
     unknown = sorted(set(by_kind) - set(names))
     if unknown:
         raise ValueError('quota_objects_by_kind names %s, which the seats cannot create or the quota cannot count '
-                         '(the kinds their RBAC lets them create: %s)' % (', '.join(map(str, unknown)),
-                                                                         ', '.join(names) or 'none'))
+                         '(the kinds their RBAC lets them create: %s)'
+                         % (', '.join(map(str, unknown)), ', '.join(names) or 'none'))
     default = _count(per_kind, 'quota_objects')
     return dict((name, _count(by_kind.get(name, default), 'quota_objects_by_kind[%s]' % name)) for name in names)
 
