@@ -95,12 +95,18 @@ def pick_claim(view: SeatView, name: str | None, purpose: str, prefer: Callable[
     return preferred[0]
 
 
+def diagnosis_fields(answer: dict | None) -> dict:
+    """The diagnosis of an explainer's answer (or of a pod_claims finding) as a result carries it: verdict, headline
+    and action, None where there is none."""
+    return {key: (answer or {}).get(key) for key in ("verdict", "headline", "action")}
+
+
 def explain_sentence(view: SeatView, claim: dict, now: datetime.datetime,
-                     settings: Settings | None = None) -> tuple[dict | None, str]:
+                     settings: Settings) -> tuple[dict | None, str]:
     """The explainer's answer (with its diagnosis) and its sentence; never fails (a claim is not lost over an
     explanation)."""
     try:
-        answer = explain(view, claim, now, settings.lease_max_seconds if settings is not None else None)
+        answer = explain(view, claim, now, settings.lease_max_seconds)
     except Exception as exc:  # pylint: disable=broad-exception-caught  # never lose the claim over it
         return None, f"no explanation available ({type(exc).__name__}: {exc})"
     sentence = answer.get("sentence") or answer.get("reason") or "no explanation"
@@ -261,8 +267,8 @@ def never_fits(api: Api, settings: Settings, request: ReserveRequest) -> dict | 
     answer, sentence = explain_sentence(view, body, now_utc(), settings)
     if answer is None or answer.get("verdict") != "never_fits":
         return None
-    return {"claim": None, "namespace": api.namespace, "allocated": False, "verdict": "never_fits",
-            "headline": answer["headline"], "action": answer["action"], "sentence": sentence,
+    return {"claim": None, "namespace": api.namespace, "allocated": False, **diagnosis_fields(answer),
+            "sentence": sentence,
             "hint": memory_hint(view, request, answer), "explanation": answer, "scheduler_said": None,
             "waited_seconds": 0}
 
@@ -303,10 +309,8 @@ def reserve(kubeconfig: str | None, request: ReserveRequest, settings: Settings,
         return reserved(api, settings, name, waited.claim, started)
     take_back(api, name)
     sentence = waited.sentence or f"no GPU was allocated within {format_age(request.wait_seconds)}."
-    answer = waited.answer or {}
     return {"claim": name, "namespace": api.namespace, "allocated": False, "sentence": sentence,
-            "verdict": answer.get("verdict"), "headline": answer.get("headline"), "action": answer.get("action"),
-            "hint": None, "explanation": waited.answer, "scheduler_said": waited.scheduler_said,
+            **diagnosis_fields(waited.answer), "hint": None, "explanation": waited.answer, "scheduler_said": waited.scheduler_said,
             "waited_seconds": round(time.monotonic() - started, 1)}
 
 
@@ -328,9 +332,7 @@ def diagnosis_of(view: SeatView, claim: dict, settings: Settings, now: datetime.
     """A claim without a GPU as status and why tell it: the explainer's verdict, headline and sentence, and what the
     scheduler said about its pod (apart)."""
     answer, sentence = explain_sentence(view, claim, now, settings)
-    answer = answer or {}
-    return {"verdict": answer.get("verdict"), "headline": answer.get("headline"), "action": answer.get("action"),
-            "sentence": sentence, "scheduler_said": scheduler_said(view, claim)}
+    return {**diagnosis_fields(answer), "sentence": sentence, "scheduler_said": scheduler_said(view, claim)}
 
 
 def status(kubeconfig: str | None, settings: Settings) -> dict:
@@ -360,8 +362,7 @@ def why(kubeconfig: str | None, settings: Settings, name: str | None) -> dict:
     if not name and not view.claims and waiting:
         first = waiting[0]
         return {"claim": None, "allocatable": False, "allocated": False, "reason": first["verdict"],
-                "verdict": first["verdict"], "headline": first["headline"], "action": first["action"],
-                "sentence": first["sentence"], "scheduler_said": None, "pods_waiting": waiting}
+                **diagnosis_fields(first), "sentence": first["sentence"], "scheduler_said": None, "pods_waiting": waiting}
     claim = pick_claim(view, name, "explain", lambda c: not allocated_devices(c))
     now = now_utc()
     row = claim_row(view, claim, settings, now)

@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import ADVICE, REASON_VERDICTS, diagnose, holders_text
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import (
+    ADVICE,
+    HOLDERS_IN_SENTENCE,
+    REASON_VERDICTS,
+    diagnose,
+    holders_text,
+)
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import TERMINATED_PHASES
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import node_blocker, tolerated
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.selectors import describe_selector, device_attribute, int_quantity, selector_hint
@@ -25,9 +31,6 @@ ALL_MODE_QUOTA_COUNT = 32
 
 
 SEARCH_LIMIT = 200000
-
-
-HOLDERS_IN_SENTENCE = 3
 
 
 # Why a node is closed to the pod because of the pod's own spec (dra/placement.py node_blocker): the pod can change it.
@@ -468,7 +471,7 @@ class ClaimExplanation:
 
     def _tainted_sentence(self, plan, label):
         devices = plan['tainted']
-        shown = ', '.join(d.label() for d in devices[:HOLDERS_IN_SENTENCE]) + (' ...' if len(devices) > 3 else '')
+        shown = ', '.join(d.label() for d in devices[:HOLDERS_IN_SENTENCE]) + (' ...' if len(devices) > HOLDERS_IN_SENTENCE else '')
         taints = []
         for device in devices:
             for taint in device.taints:

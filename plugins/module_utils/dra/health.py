@@ -284,8 +284,9 @@ def _pending_reason(index, claim):
     consumers = index.pods.consumers(claim)
     consumers.sort(key=lambda p: (p.get('status') or {}).get('phase') in TERMINATED_PHASES)
     for pod in consumers:
-        if scheduler_message(pod):
-            return pod, scheduler_message(pod)
+        message = scheduler_message(pod)
+        if message:
+            return pod, message
     for pod in consumers:
         event = index.newest_failed_scheduling(pod)
         if event and event.get('message'):

@@ -13,6 +13,7 @@ can-has-gpu say (dra/diagnosis.py verdict claim_missing).
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import VERDICTS
@@ -36,14 +37,8 @@ def _by_namespace(objects):
 
 def _closest(name, names):
     """The names, those sharing the longest prefix with name first (a typo's target), at most NAMES_IN_SENTENCE."""
-    def shared(other):
-        length = 0
-        for left, right in zip(name or '', other):
-            if left != right:
-                break
-            length += 1
-        return -length
-    return sorted(names, key=lambda other: (shared(other), natural_key(other)))[:NAMES_IN_SENTENCE]
+    return sorted(names, key=lambda other: (-len(os.path.commonprefix([name or '', other])),
+                                            natural_key(other)))[:NAMES_IN_SENTENCE]
 
 
 def _waiting(pod):
