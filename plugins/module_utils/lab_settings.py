@@ -318,6 +318,8 @@ ROLE_BOUNDS = {
     'workshop_users_quota_objects_by_kind': 'workshop_users',
     'workshop_users_quota_pods': 'workshop_users',
     'workshop_users_pod_grace_max': 'workshop_users',
+    'workshop_users_api_concurrency_shares': 'workshop_users',
+    'workshop_users_api_queue_length': 'workshop_users',
     'lab_reset_grace_period_seconds': 'lab_reset',
     'lab_reset_wait_timeout': 'lab_reset',
 }
