@@ -33,7 +33,7 @@ description:
     (beside one device of the O(companion_device_classes)) or all devices, and, with a message naming what the seat
     holds, a claim beyond the seat's O(gpus_per_seat); pods and pod templates that take longer than
     O(pod_grace_max) seconds to stop; and Events written by a seat (no quota can count them).
-  - Once for all seats, their share of the API server (API Priority and Fairness): a PriorityLevelConfiguration
+  - Once for all seats, their share of the API server (API Priority and Fairness), a PriorityLevelConfiguration
     C(dralab-seats) of O(api_concurrency_shares) that neither lends nor borrows, with fair queuing per user
     (O(api_queue_length)), and a FlowSchema C(dralab-seats) that sends every request of a seat namespace's
     ServiceAccounts there (one flow per ServiceAccount), so that no seat's flood starves the instructor, the
