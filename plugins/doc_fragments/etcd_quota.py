@@ -16,7 +16,7 @@ options:
       - The module reads the database's size from the API server's C(/metrics) (C(apiserver_storage_size_bytes),
         refreshed every minute) and the API servers' identity Leases in C(kube-system). From 80 % of the quota it
         warns (C(etcd_storage_full)), from 95 % it is an error; when no API server renewed its Lease for a minute,
-        writes to etcd fail (C(etcd_writes_failing), an error: etcd's NOSPACE alarm once the quota is reached). Each
+        writes to etcd fail (C(etcd_writes_failing), an error, which is etcd's NOSPACE alarm once the quota is reached). Each
         says what to do.
       - Needs C(get) on the non-resource URL C(/metrics) and C(list) on Leases in C(kube-system) (the admin has both);
         a failure to read them only produces a warning.
