@@ -48,6 +48,8 @@ $(REGISTRY_BIN):
 
 test-tools: setup $(REGISTRY_BIN) ## Non-Python test tools (Debian packages unpacked into the cache).
 	command -v systemd-analyze >/dev/null || { apt-get update -qq && apt-get install -y -qq systemd; }
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; }
 
 yamllint: setup ## YAML style.
 	$(BIN)/yamllint -s .
@@ -65,7 +67,7 @@ lint: yamllint ansible-lint sanity ## Everything static: yamllint, ansible-lint,
 test-unit: setup ## Unit tests (only the venv): module_utils, filters, templates, modules.
 	$(BIN)/pytest -q --strict-markers -m "not needs_tools" tests/unit
 
-test-unit-tools: test-tools ## The unit tests that run systemd-analyze or docker-registry (test-tools provides them).
+test-unit-tools: test-tools ## The unit tests that run systemd-analyze, docker-registry or chromium (test-tools provides them).
 	$(BIN)/pytest -q --strict-markers -m needs_tools tests/unit
 
 settings-docs: setup ## Rewrite the settings tables of README.md and docs/conventions.md and role dralab's defaults from lab_settings.py.

@@ -169,6 +169,9 @@ SETTINGS = (
             'API server\'s longest token is this + the event + 15m'),
     Setting('dralab_lease_default', 'duration', '2h', 'GPU lease of `can-has-gpu reserve` without `--for`'),
     Setting('dralab_lease_max', 'duration', '8h', 'longest lease of any seat claim (dralab-lease-reaper releases it then)'),
+    Setting('dralab_etcd_quota_bytes', 'int', 4294967296,
+            "etcd's backend quota (--quota-backend-bytes; etcd's own default is 2 GiB): at it every write of the "
+            'cluster stops; health.yml warns from 80 %', bounds=(268435456, 8589934592)),
     Setting('dralab_device_classes', 'menu', DEFAULT_DEVICE_CLASSES,
             'DeviceClass menu: name, description, CEL selectors (see role device_classes)',
             doc_default='(menu)', spec_default='two classes'),
@@ -318,6 +321,8 @@ ROLE_BOUNDS = {
     'workshop_users_quota_objects_by_kind': 'workshop_users',
     'workshop_users_quota_pods': 'workshop_users',
     'workshop_users_pod_grace_max': 'workshop_users',
+    'workshop_users_api_concurrency_shares': 'workshop_users',
+    'workshop_users_api_queue_length': 'workshop_users',
     'lab_reset_grace_period_seconds': 'lab_reset',
     'lab_reset_wait_timeout': 'lab_reset',
 }

@@ -21,8 +21,9 @@ description:
   - Each problem comes with a reason that says what is wrong and what to do. Problem types are
     C(node_missing_slice), C(device_count_short), C(node_not_ready), C(pool_inconsistent),
     C(claim_reserved_for_missing_pod), C(claim_allocated_unused), C(claim_pending), C(pod_claim_missing) (a pod
-    waits for a claim or template its namespace does not have), C(device_double_allocated), C(claim_device_unknown)
-    and, with O(seat_kubeconfig_dir), C(seat_token_expiring).
+    waits for a claim or template its namespace does not have), C(device_double_allocated), C(claim_device_unknown),
+    with O(seat_kubeconfig_dir) C(seat_token_expiring), and with O(etcd_quota_bytes) C(etcd_storage_full) and
+    C(etcd_writes_failing).
   - The lab is unhealthy when at least one problem has severity C(error); warnings (pending claims,
     NotReady nodes, stale slices of an older generation) do not make it unhealthy.
   - A pending claim is explained from the published devices (module_utils dra/explain.py) and diagnosed
@@ -134,6 +135,7 @@ options:
     default: ''
 extends_documentation_fragment:
   - dralab.workshop.k8s_auth
+  - dralab.workshop.etcd_quota
   - dralab.workshop.attributes
 attributes:
   check_mode:
@@ -183,6 +185,11 @@ snapshot:
   type: dict
   sample: {dest: /home/instructor/.dralab/board-snapshot.html, generated: "2026-12-01T10:00:00Z",
            summary: {devices: 24, devices_free: 21, pending: 0, errors: 0, warnings: 0, seats: 72}}
+etcd:
+  description: etcd's database, with O(etcd_quota_bytes) (C(size_bytes) null until the API server measured it).
+  returned: when O(etcd_quota_bytes) is not 0 and the metrics could be read
+  type: dict
+  sample: {size_bytes: 376832, quota_bytes: 4294967296, used_percent: 0.0, lease_silence_seconds: 4.2}
 healthy:
   description: Whether no problem of severity C(error) was found.
   returned: always
@@ -519,9 +526,6 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
-from ansible_collections.dralab.workshop.plugins.module_utils.seat import token_health
-from ansible_collections.dralab.workshop.plugins.module_utils.seat import tokens as seat_tokens
-from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration, parse_event_time
 
 
 def argspec():
@@ -542,6 +546,7 @@ def argspec():
         snapshot_title=dict(type='str', default='DRA lab'),
         seat_kubeconfig_dir=dict(type='path'),
         event_end=dict(type='str', default=lab_settings.default('dralab_event_end')),
+        etcd_quota_bytes=dict(type='int', default=lab_settings.default('dralab_etcd_quota_bytes')),
     )
     return spec
 
@@ -551,14 +556,8 @@ def run(module, client, now=None):
     params = module.params
     if not cel_types.HAS_CEL:
         module.fail_json(msg=missing_required_lib(cel_types.CEL_LIBRARY), exception=cel_types.CEL_IMPORT_ERROR)
-    for option, parse in (('stale_claim_age', parse_duration), ('event_end', parse_event_time),
-                          ('snapshot_lease_max', parse_duration)):
-        try:
-            parse(params[option])
-        except ValueError as exc:
-            module.fail_json(msg='Invalid %s: %s.' % (option, exc))
-    if params['expected_devices_per_node'] < 0:
-        module.fail_json(msg='expected_devices_per_node must be 0 or more, got %d.' % params['expected_devices_per_node'])
+    if dra_report.option_problem(params):
+        module.fail_json(msg=dra_report.option_problem(params))
     try:
         # The board reads the FailedScheduling events whatever include_events says.
         data = dra_collect.collect(client, include_events=params['include_events'] or bool(params['snapshot_dest']))
@@ -573,9 +572,10 @@ def run(module, client, now=None):
         node_selector=params['node_selector'], stale_claim_age=params['stale_claim_age'],
         plugin_labels=params['plugin_labels'] if params['check_plugins'] else None)
     report, result = lab['report'], dict(changed=False)
-    if params['seat_kubeconfig_dir']:
-        expiries = seat_tokens.stored_expiries(params['seat_kubeconfig_dir'], token_health.seats_of(data.get('namespaces')))
-        report = token_health.add_problems(report, token_health.token_problems(expiries, now, params['event_end']))
+    report, more, warnings = dra_collect.more_checks(client, report, data.get('namespaces'), params, now)
+    for warning in warnings:
+        module.warn(warning)
+    result.update(more)
     if params['snapshot_dest']:
         try:
             snapshot = board_file.keep(lab['board'], params['snapshot_dest'], check_mode=module.check_mode)

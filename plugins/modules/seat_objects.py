@@ -33,6 +33,11 @@ description:
     (beside one device of the O(companion_device_classes)) or all devices, and, with a message naming what the seat
     holds, a claim beyond the seat's O(gpus_per_seat); pods and pod templates that take longer than
     O(pod_grace_max) seconds to stop; and Events written by a seat (no quota can count them).
+  - Once for all seats, their share of the API server (API Priority and Fairness), a PriorityLevelConfiguration
+    C(dralab-seats) of O(api_concurrency_shares) that neither lends nor borrows, with fair queuing per user
+    (O(api_queue_length)), and a FlowSchema C(dralab-seats) that sends every request of a seat namespace's
+    ServiceAccounts there (one flow per ServiceAccount), so that no seat's flood starves the instructor, the
+    cluster's components, the lease reaper, the board or the other seats.
   - Once for all seats, a ClusterRole O(reader_cluster_role) that reads DeviceClasses, ResourceSlices and Nodes, and
     a ClusterRoleBinding of the same name that lists every seat's ServiceAccount.
   - The policies come first in the list, then the Namespaces, so the API server accepts the namespaced objects that
@@ -142,6 +147,21 @@ options:
         of a pod that names none.
     type: int
     default: 30
+  api_concurrency_shares:
+    description:
+      - The seats' nominal concurrency shares (C(nominalConcurrencyShares)) of the API server, beside the 245 of
+        kube-apiserver's built-in levels; the seats together execute at most ceil(600 x shares / (245 + shares))
+        requests at once (with the API server's default limits of 400 + 200 requests in flight; 5 for the default 2).
+        The others wait in their queues. From 1 to 1000.
+    type: int
+    default: 2
+  api_queue_length:
+    description:
+      - Requests of one queue of the seats' level that may wait (C(queueLengthLimit)); 64 queues, each flow (one
+        ServiceAccount) uses 6 of them, and a request that finds its queues full is refused with 429 at once. From 1
+        to 1000.
+    type: int
+    default: 50
   quota_extra:
     description:
       - 'More ResourceQuota keys and quantities, for example C({pods: 10}).'
@@ -264,7 +284,8 @@ counts:
   returned: success
   type: dict
   sample: {Namespace: 72, ServiceAccount: 72, Secret: 72, RoleBinding: 72, ResourceQuota: 72, LimitRange: 72,
-           ClusterRole: 1, ClusterRoleBinding: 1, ValidatingAdmissionPolicy: 5, ValidatingAdmissionPolicyBinding: 5}
+           ClusterRole: 1, ClusterRoleBinding: 1, ValidatingAdmissionPolicy: 5, ValidatingAdmissionPolicyBinding: 5,
+           PriorityLevelConfiguration: 1, FlowSchema: 1}
 object_bytes_max:
   description: The most bytes a seat's objects can take in etcd under that quota (every counted object at 1.5 MiB).
   returned: success
@@ -299,6 +320,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils import lab_setting
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.discovery import served_resources
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import bounds as seat_bounds
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import flow as seat_flow
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import policies as seat_policies
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, KubeClient, auth_argspec
@@ -324,6 +346,8 @@ def argspec():
         quota_objects=dict(type='int'),
         quota_objects_by_kind=dict(type='dict', default={}),
         pod_grace_max=dict(type='int', default=seat_bounds.DEFAULT_POD_GRACE),
+        api_concurrency_shares=dict(type='int', default=seat_flow.DEFAULT_SHARES),
+        api_queue_length=dict(type='int', default=seat_flow.DEFAULT_QUEUE_LENGTH),
         quota_extra=dict(type='dict', default={}),
         pod_security=dict(type='str', default='baseline', choices=['', 'privileged', 'baseline', 'restricted']),
         edit_cluster_role=dict(type='str', default=seat_model.DEFAULT_EDIT_CLUSTER_ROLE),
@@ -381,7 +405,8 @@ def run(module, client=None):
         limits = object_counts(params, kinds)
         objects = seat_policies.seat_policies(
             companion_classes=params['companion_device_classes'],
-            pod_grace_max=params['pod_grace_max']) + seat_model.build_seat_objects(
+            pod_grace_max=params['pod_grace_max']) + seat_flow.flow_objects(
+            params['seats'], params['api_concurrency_shares'], params['api_queue_length']) + seat_model.build_seat_objects(
             params['seats'], device_classes, devices_per_seat=params['devices_per_seat'],
             devices_per_class=params['devices_per_class'], gpus_per_seat=params['gpus_per_seat'],
             quota_extra=params['quota_extra'], pod_security=params['pod_security'],

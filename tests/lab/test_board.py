@@ -1,11 +1,12 @@
 """The GPU board on the lab, in a real browser: Debian's chromium, headless, driven by selenium through
-Debian's chromium-driver (Service('/usr/bin/chromedriver'): Selenium Manager downloads nothing).
+Debian's chromium-driver (tests/harness/board_browser.py: Selenium Manager downloads nothing).
 
 - dralab-board runs on cp1 as a systemd service (enabled, its own user, 0600 kubeconfig and token);
 - the instructor's view (the token from the artifacts folder) draws 24 device tiles;
 - a seat logs in over SSH with its password, runs `can-has-gpu reserve --for 10m`, and the tile of its
   GPU shows the seat within 2 s of the command's return;
-- the projector's view shows no seat password, no seat token and not the board's token;
+- the projector's view shows no seat password, no seat token and not the board's token, and every figure whole
+  (tests/harness/board_browser.py: no line cut, clipped or spilling out of its tile at the projector's width);
 - a wrong token is refused (401, no board drawn);
 - health.yml's static snapshot, opened from disk, draws the 24 tiles from its own data;
 - the seat cards show one card per seat (seat, password, ssh line, board URL) and print (A4 PDF).
@@ -18,7 +19,6 @@ verifier (tests/lab); `make test-lab-board` runs it alone against the lab `make 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -28,13 +28,12 @@ import urllib.request
 import pytest
 import yaml
 
+from board_browser import chromium, cut_text  # tests/harness/board_browser.py
 from conftest import ARTIFACTS, login, node_host, unit_installed
 
 SEAT = "user02"
 GPUS = 24
 LATENCY = 2.0
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 SHOTS = ARTIFACTS / "screenshots"
 
 
@@ -75,18 +74,7 @@ def secrets() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not fetch a browser or a driver
-    assert os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER), "apt-get install chromium chromium-driver " \
-        "(make lab-tools)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1600,1400"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = chromium()  # at the projector's width (make lab-tools installs chromium and chromium-driver)
     SHOTS.mkdir(parents=True, exist_ok=True)
     yield driver
     driver.quit()
@@ -163,6 +151,7 @@ def test_the_projectors_view_shows_no_secret(browser, seat):
     leaked = [name for name, value in found.items() if value in shown]
     assert not leaked, f"the projector's view shows {leaked}"
     browser.save_screenshot(str(SHOTS / "projector.png"))
+    assert cut_text(browser) == [], "the projector's view cuts what it shows (screenshots/projector.png)"
 
 
 def test_a_wrong_token_is_refused(browser):

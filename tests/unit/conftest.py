@@ -15,4 +15,5 @@ use_this_checkout()
 def pytest_configure(config):
     # `make test-unit` deselects these; `make test-unit-tools` provides the tools (make test-tools) and runs them.
     config.addinivalue_line(
-        'markers', 'needs_tools: runs a non-Python tool that `make test-tools` provides (systemd-analyze, docker-registry)')
+        'markers', 'needs_tools: runs a non-Python tool that `make test-tools` provides (systemd-analyze, docker-registry, '
+        'chromium)')

@@ -9,6 +9,7 @@ import json
 import pathlib
 
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, list_pages
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.etcd import IDENTITY_LEASES as LEASES_PATH
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / 'fixtures' / 'dra'
 
@@ -16,11 +17,21 @@ FIXTURES = pathlib.Path(__file__).resolve().parent / 'fixtures' / 'dra'
 class FakeClient:
     """Serves recorded list objects by API path, the way KubeClient does (list_items and paged request)."""
 
-    def __init__(self, scenario, page_size=None, fail=None):
+    def __init__(self, scenario, page_size=None, fail=None, metrics=None, leases=None):
         self.lists = json.loads((FIXTURES / ('%s.json' % scenario)).read_text())
         self.page_size = page_size
         self.fail = fail or {}
         self.calls = []
+        # The API server's /metrics (recorded from kube-apiserver 1.35.4: etcd at 18 MB) and its identity Leases.
+        self.metrics = (FIXTURES / 'apiserver-1.35.4-metrics.txt').read_text() if metrics is None else metrics
+        self.lists.setdefault(LEASES_PATH, {'items': leases or []})
+
+    def text(self, path):
+        self.calls.append(('text', path, None))
+        if path in self.fail:
+            raise self.fail[path]
+        assert path == '/metrics'
+        return self.metrics
 
     def list_items(self, path, query=None, transform=None):
         if query:

@@ -13,7 +13,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims imp
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
 
 from .api import Api
-from .occupancy import read_occupancy
+from .occupancy import counts_outside, read_occupancy
 from .settings import Settings
 
 
@@ -28,12 +28,15 @@ class SeatView:
     quotas: list[dict] = field(default_factory=list)
     occupancy: list[dict] | None = None  # None: no occupancy published (the reaper is not running)
     templates: list[dict] | None = None  # the seat's ResourceClaimTemplates (None: not read)
+    # Whether the occupancy counts the devices in use outside the seats (False: an older reaper wrote it).
+    occupancy_outside: bool = True
 
     def claim(self, name: str) -> dict | None:
         return next((c for c in self.claims if c["metadata"]["name"] == name), None)
 
     def lab_claims(self) -> list[dict]:
-        """Every claim the seat knows of: its own (live) and the other seats' (from the occupancy)."""
+        """Every claim the seat knows of: its own (live), and from the occupancy the other seats' and the anonymous
+        ones outside the seats."""
         own = {(self.namespace, c["metadata"]["name"]) for c in self.claims}
         others = [c for c in self.occupancy or []
                   if (c["metadata"].get("namespace"), c["metadata"].get("name")) not in own]
@@ -75,6 +78,7 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
         configmap = api.call("reading the lab's occupancy board", "GET",
                              api.ns_path("configmaps", settings.occupancy), missing_ok=True)
         view.occupancy = read_occupancy(configmap)
+        view.occupancy_outside = counts_outside(configmap)
     return view
 
 

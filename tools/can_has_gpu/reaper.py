@@ -11,7 +11,8 @@ role) grants writes only there, and it skips every other namespace itself.
 
 It also writes the occupancy ConfigMap (can_has_gpu.occupancy) into every seat
 namespace when the lab's allocations change, so can-has-gpu can name who holds
-the GPUs.
+the GPUs: every allocated claim of the cluster, those of a namespace of no seat
+anonymous (in use outside the seats, never by whom).
 """
 
 from __future__ import annotations

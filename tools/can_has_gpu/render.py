@@ -6,8 +6,11 @@ is here. What the scheduler said is evidence: a line of its own, never part of a
 
 from __future__ import annotations
 
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import OUTSIDE_SEATS
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import describe_left
+
+from .occupancy import OLD_OCCUPANCY
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
@@ -46,10 +49,18 @@ def status_text(report: dict) -> str:
         out.append("Free GPUs in the lab: unknown (the lab's occupancy board is not published: "
                    "is dralab-lease-reaper running? tell the instructor).")
     else:
-        per_node = ", ".join(f"{node} {count}" for node, count in sorted(free["by_node"].items()))
-        out.append(f"Free GPUs in the lab: {free['free']} of {free['published']}" + (f" ({per_node})" if per_node
-                                                                                     else ""))
+        out.append(free_text(free))
     return "\n".join(out)
+
+
+def free_text(free: dict) -> str:
+    """'Free GPUs in the lab: 0 of 24; 24 in use outside the seats.' (per node when some are free; an older reaper's
+    occupancy, which counts the seats' GPUs only, said so)."""
+    per_node = ", ".join(f"{node} {count}" for node, count in sorted(free["by_node"].items()))
+    text = f"Free GPUs in the lab: {free['free']} of {free['published']}" + (f" ({per_node})" if per_node else "")
+    if not free.get("outside_counted", True):
+        return f"{text}. {OLD_OCCUPANCY}"
+    return text + (f"; {free['outside']} {OUTSIDE_SEATS}." if free.get("outside") else "")
 
 
 def reserved_text(result: dict) -> str:

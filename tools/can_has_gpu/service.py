@@ -33,7 +33,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.values import pars
 from .api import EXIT_NO_GPU, EXIT_USAGE, Api, Refusal
 from .lab import SeatView, claim_state, explain, pods_waiting, scheduler_said, seat_view, users_of
 from .objects import claim_body, holder_pod, memory_selector, workload_pod
-from .occupancy import free_devices, published_devices
+from .occupancy import OLD_OCCUPANCY, free_devices, outside_devices, published_devices
 from .render import devices_text
 from .settings import Settings
 
@@ -113,6 +113,8 @@ def explain_sentence(view: SeatView, claim: dict, now: datetime.datetime,
     if view.occupancy is None:
         sentence += (" (The lab's occupancy board is not published, so other seats' GPUs are not counted: "
                      "tell the instructor that dralab-lease-reaper is not running.)")
+    elif not view.occupancy_outside and answer.get("verdict") in ("fits_now", "waits"):
+        sentence += f" ({OLD_OCCUPANCY})"
     return answer, sentence
 
 
@@ -317,7 +319,9 @@ def reserve(kubeconfig: str | None, request: ReserveRequest, settings: Settings,
 # --- status, why, release ----------------------------------------------------------------------
 
 def free_gpus(view: SeatView, settings: Settings) -> dict | None:
-    """The lab's free GPUs, in all and per node; None when the occupancy is not published."""
+    """The lab's free GPUs, in all and per node, and how many are in use outside the seats (outside_counted: False
+    when an older reaper wrote the occupancy, which counts the seats' claims only); None when the occupancy is not
+    published."""
     if view.occupancy is None:
         return None
     free_list = free_devices(view.slices, view.lab_claims(), settings.driver)
@@ -325,7 +329,8 @@ def free_gpus(view: SeatView, settings: Settings) -> dict | None:
     for node, _device in free_list:
         by_node[node] = by_node.get(node, 0) + 1
     return {"free": len(free_list), "published": len(published_devices(view.slices, settings.driver)),
-            "by_node": by_node}
+            "by_node": by_node, "outside": outside_devices(view.occupancy, settings.driver),
+            "outside_counted": view.occupancy_outside}
 
 
 def diagnosis_of(view: SeatView, claim: dict, settings: Settings, now: datetime.datetime) -> dict:

@@ -43,7 +43,8 @@ h2 { font-size:1.05em; margin:.2em 0 .5em; }
 .tile { border-radius:.4em; padding:.45em .6em; min-height:5.2em; border:1px solid rgba(255,255,255,.08); }
 .tile .device { font-weight:600; font-size:1.1em; }
 .tile .seat { font-size:1.25em; font-weight:700; }
-.tile .line { font-size:.85em; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; }
+.tile .line { font-size:.85em; overflow-wrap:anywhere; }
+.tile .line .figure { white-space:nowrap; }
 .free { background:var(--free); } .allocated { background:var(--allocated); }
 .in_use { background:var(--in_use); } .tainted { background:var(--tainted); }
 table { border-collapse:collapse; width:100%; }
@@ -118,8 +119,13 @@ SCRIPT = r"""
       box.appendChild(el('div', 'line', h.claim + ' · ' + (h.in_use ? 'in use' : 'allocated')));
       box.appendChild(el('div', 'line', 'age ' + age(h.since) + ' · lease ' + left(h.lease_until)));
     });
+    // A capacity line wraps between its two figures, never inside one (nor is it cut: no line is).
     device.capacity.forEach(function (c) {
-      box.appendChild(el('div', 'line', c.name + ' ' + c.used + ' used, ' + c.free + ' free of ' + c.total));
+      var line = el('div', 'line');
+      line.appendChild(el('span', 'figure', c.name + ' ' + c.used + ' used,'));
+      line.appendChild(document.createTextNode(' '));
+      line.appendChild(el('span', 'figure', c.free + ' free of ' + c.total));
+      box.appendChild(line);
     });
     if (device.taints.length) { box.appendChild(el('div', 'line', 'taint ' + device.taints.join(', '))); }
     return box;

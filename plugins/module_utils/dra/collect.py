@@ -13,8 +13,13 @@ scheduling fields only.
 
 from __future__ import annotations
 
+import datetime
+
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import PLUGIN_DRIVER_ENV
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s import etcd
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, parallel_map
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import token_health
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.tokens import stored_expiries
 
 LIST_PATHS = (
     ('device_classes', '/apis/resource.k8s.io/v1/deviceclasses'),
@@ -108,3 +113,29 @@ def collect(client, include_events=True):
                             'pods\' PodScheduled conditions only. Set include_events=false to skip this read.' % exc)
     data['warnings'] = warnings
     return data
+
+
+def read_etcd(client, quota, now=None):
+    """(problems, figures) of etcd's database (k8s/etcd.py): its size from the API server's /metrics against quota
+    (bytes), and the silence of the API servers' identity Leases. Raises K8sError."""
+    size = etcd.database_size(client.text('/metrics'))
+    leases = client.list_items(etcd.IDENTITY_LEASES, {'labelSelector': etcd.IDENTITY_SELECTOR})
+    silence = etcd.lease_silence(leases, now or datetime.datetime.now(datetime.timezone.utc))
+    return etcd.storage_problems(size, quota, silence), etcd.storage_summary(size, quota, silence)
+
+
+def more_checks(client, report, namespaces, params, now=None):
+    """dra_health's checks beyond DRA: the seat tokens (with seat_kubeconfig_dir) and etcd (with etcd_quota_bytes).
+    Returns the report with their problems, more result keys ({'etcd': figures}) and warnings."""
+    more, warnings = {}, []
+    if params.get('seat_kubeconfig_dir'):
+        expiries = stored_expiries(params['seat_kubeconfig_dir'], token_health.seats_of(namespaces))
+        report = token_health.add_problems(report, token_health.token_problems(expiries, now, params['event_end']))
+    if params.get('etcd_quota_bytes'):
+        try:
+            problems, more['etcd'] = read_etcd(client, params['etcd_quota_bytes'], now)
+        except K8sError as exc:
+            warnings.append('Cannot read the size of etcd: %s' % exc)
+        else:
+            report = token_health.add_problems(report, problems)
+    return report, more, warnings

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.health import ERROR
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import device_label, plural
+from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration, parse_event_time
 
 
 # Without detail, more problems than this of one kind (severity, type, explainer reason, verdict) become one line,
@@ -129,3 +130,16 @@ def unhealthy_message(report, reasons=True):
     if len(errors) > MAX_REASONS_IN_MESSAGE:
         lines.append('... and %d more (see problems)' % (len(errors) - MAX_REASONS_IN_MESSAGE))
     return '%s: %s' % (head, ' | '.join(lines))
+
+
+def option_problem(params):
+    """What dra_health fails with when one of its options cannot be read (None when all can)."""
+    for option, parse in (('stale_claim_age', parse_duration), ('event_end', parse_event_time),
+                          ('snapshot_lease_max', parse_duration)):
+        try:
+            parse(params[option])
+        except ValueError as exc:
+            return 'Invalid %s: %s.' % (option, exc)
+    if params['expected_devices_per_node'] < 0:
+        return 'expected_devices_per_node must be 0 or more, got %d.' % params['expected_devices_per_node']
+    return None

@@ -37,6 +37,8 @@ KINDS = {
     ('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicy'): ('validatingadmissionpolicies', False),
     ('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicyBinding'):
         ('validatingadmissionpolicybindings', False),
+    ('flowcontrol.apiserver.k8s.io/v1', 'PriorityLevelConfiguration'): ('prioritylevelconfigurations', False),
+    ('flowcontrol.apiserver.k8s.io/v1', 'FlowSchema'): ('flowschemas', False),
     ('v1', 'Namespace'): ('namespaces', False),
     ('rbac.authorization.k8s.io/v1', 'ClusterRole'): ('clusterroles', False),
     ('rbac.authorization.k8s.io/v1', 'ClusterRoleBinding'): ('clusterrolebindings', False),

@@ -154,9 +154,19 @@ class KubeClient:
                            'and that the API server is running.' % (self.api_client.configuration.host, method, path, exc))
         return json_loads(data) if data else None
 
-    def _call(self, method, path, body, query, content_type=None):
+    def text(self, path):
+        """GET a path that answers plain text (the API server's /metrics); raises K8sError."""
+        try:
+            return self._call('GET', path, None, [], accept='text/plain').decode('utf-8', 'replace')
+        except ApiException as exc:
+            raise K8sError(_api_message(exc, 'GET', path), status=getattr(exc, 'status', None))
+        except Exception as exc:  # connection refused, TLS, DNS
+            raise K8sError('Cannot reach the Kubernetes API at %s (GET %s): %s.'
+                           % (self.api_client.configuration.host, path, exc))
+
+    def _call(self, method, path, body, query, content_type=None, accept='application/json'):
         """Raw response bytes; raises ApiException on a non-2xx status."""
-        headers = {'Accept': 'application/json', 'Content-Type': content_type or 'application/json'}
+        headers = {'Accept': accept, 'Content-Type': content_type or 'application/json'}
         if hasattr(self.api_client, 'param_serialize'):
             # kubernetes >= 35 (new OpenAPI generator): serialize, then call.
             serialized = self.api_client.param_serialize(method, path, query_params=query, header_params=headers,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import feature_problems, selected
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import given
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import bounds as seat_bounds
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.flow import flow_problems
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import baseline_names
 from ansible_collections.dralab.workshop.plugins.module_utils.values import as_int, show
 
@@ -56,7 +57,16 @@ def check_seat_bounds(config, report):
         problem = seat_bounds.grace_problem(values['workshop_users_pod_grace_max'])
         if problem:
             report.error('workshop_users_pod_grace_max', problem)
+    check_api_share(values, report)
     check_reset_grace(values, report)
+
+
+def check_api_share(values, report):
+    """workshop_users_api_concurrency_shares and workshop_users_api_queue_length: whole numbers from 1 to 1000."""
+    shares = values.get('workshop_users_api_concurrency_shares')
+    length = values.get('workshop_users_api_queue_length')
+    for option, sentence in flow_problems(1 if shares is None else shares, 1 if length is None else length):
+        report.error('workshop_users_api_' + option, sentence)
 
 
 def check_reset_grace(values, report):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.health import WARNING
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.health import ERROR, WARNING
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
 from ansible_collections.dralab.workshop.plugins.module_utils.values import (
     UTC,
@@ -79,8 +79,12 @@ def token_problems(expiries, now=None, event_end=''):
 
 
 def add_problems(report, problems):
-    """The health report with more warnings: listed after its own problems and counted in its summary."""
+    """The health report with more problems (these warnings, etcd's: k8s/etcd.py): listed after its own, counted in
+    its summary; an error makes the lab unhealthy."""
     if not problems:
         return report
-    summary = dict(report['summary'], warnings=report['summary']['warnings'] + len(problems))
-    return dict(report, problems=report['problems'] + problems, summary=summary)
+    errors = sum(1 for problem in problems if problem['severity'] == ERROR)
+    summary = dict(report['summary'], warnings=report['summary']['warnings'] + len(problems) - errors,
+                   errors=report['summary']['errors'] + errors)
+    return dict(report, problems=report['problems'] + problems, summary=summary,
+                healthy=report['healthy'] and not errors)

@@ -76,6 +76,13 @@ def test_defaults():
     assert "featureGates" not in docs["KubeletConfiguration"]
 
 
+def test_etcd_gets_the_labs_backend_quota():
+    # dralab_etcd_quota_bytes: 4 GiB unless set; dra_health (lab_health) judges the database's size against it.
+    assert args(render()["ClusterConfiguration"]["etcd"]["local"]) == {"quota-backend-bytes": "4294967296"}
+    local = render(dralab_etcd_quota_bytes=8589934592)["ClusterConfiguration"]["etcd"]["local"]
+    assert args(local) == {"quota-backend-bytes": "8589934592"} and local["dataDir"] == "/var/lib/etcd"
+
+
 def test_lab_wide_variables_are_read():
     docs = render(dralab_kubernetes_version="1.35.2", dralab_pod_subnet="10.250.0.0/16", dralab_feature_gates=["DRADeviceTaints"])
     cluster = docs["ClusterConfiguration"]

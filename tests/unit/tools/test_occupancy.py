@@ -7,9 +7,12 @@ import json
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES
 from can_has_gpu.occupancy import (
     OCCUPANCY_KEY,
+    OUTSIDE_NAMESPACE,
+    counts_outside,
     free_devices,
     occupancy_claims,
     occupancy_data,
+    outside_devices,
     published_devices,
     read_occupancy,
 )
@@ -31,16 +34,45 @@ def slice_of(node, count=8):
                      "devices": [{"name": f"gpu-{i}"} for i in range(count)]}}
 
 
-def test_occupancy_holds_allocated_seat_claims_only_trimmed():
+def test_occupancy_holds_every_allocated_claim_the_seats_trimmed_the_others_anonymous():
     claims = [claim("a", "user01", ("worker1", "gpu-3"), {LEASE_EXPIRES: "2026-12-01T12:00:00Z", "other": "x"}),
               claim("b", "user02"),  # pending
-              claim("c", "kube-system", ("worker1", "gpu-4"))]  # not a seat
-    rows = occupancy_claims({"user01": "user01", "user02": "user02"}, claims)
-    assert [r["metadata"]["name"] for r in rows] == ["a"]
+              claim("c", "instructor-demos", ("worker1", "gpu-4")),  # not a seat
+              claim("d", "kube-system", ("worker2", "gpu-0"))]
+    claims[2]["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {"memory": "10Gi"}
+    admin = claim("e", "kube-system", ("worker2", "gpu-1"))  # admin access holds no device
+    admin["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    rows = occupancy_claims({"user01": "user01", "user02": "user02"}, claims + [admin])
+    assert [(r["metadata"]["namespace"], r["metadata"]["name"]) for r in rows] == [
+        ("user01", "a"), (OUTSIDE_NAMESPACE, "outside-1"), (OUTSIDE_NAMESPACE, "outside-2")]
     meta = rows[0]["metadata"]
     assert meta["labels"] == {"dralab.workshop/seat": "user01"}
     assert meta["annotations"] == {LEASE_EXPIRES: "2026-12-01T12:00:00Z"}
     assert rows[0]["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-3"
+    # Outside the seats: the devices and the creation time, nothing that names the holder.
+    assert [r["status"]["allocation"]["devices"]["results"] for r in rows[1:]] == [
+        [{"driver": "gpu.example.com", "pool": "worker1", "device": "gpu-4", "consumedCapacity": {"memory": "10Gi"}}],
+        [{"driver": "gpu.example.com", "pool": "worker2", "device": "gpu-0"}]]
+    published = json.dumps(rows[1:])
+    for secret in ("instructor-demos", "kube-system", "uid-", "-holder", "secret-label", '"gpu"', "deviceClassName"):
+        assert secret not in published, secret
+    assert rows[1]["metadata"]["creationTimestamp"] == "2026-12-01T10:00:00Z"
+
+
+def test_a_seat_counts_the_gpus_in_use_outside_the_seats_and_names_no_holder():
+    slices = [slice_of("worker1", count=2)]
+    claims = [claim("c", "instructor-demos", ("worker1", "gpu-0")), claim("d", "instructor-demos", ("worker1", "gpu-1"))]
+    occupancy = read_occupancy({"data": occupancy_data(occupancy_claims({"user01": "user01"}, claims))})
+    assert free_devices(slices, occupancy, "gpu.example.com") == []
+    assert outside_devices(occupancy, "gpu.example.com") == 2
+
+
+def test_the_occupancy_says_it_counts_the_gpus_outside_the_seats_and_an_older_one_still_reads():
+    rows = occupancy_claims({"user01": "user01"}, [claim("a", "user01", ("worker1", "gpu-3"))])
+    assert counts_outside({"data": occupancy_data(rows)})
+    old = {"data": {OCCUPANCY_KEY: json.dumps({"format": 1, "claims": rows})}}  # an older reaper: no scope
+    assert read_occupancy(old) == json.loads(json.dumps(rows)) and not counts_outside(old)
+    assert not counts_outside(None) and not counts_outside({"data": {OCCUPANCY_KEY: "not json"}})
 
 
 def test_occupancy_round_trip_and_unreadable_ones():

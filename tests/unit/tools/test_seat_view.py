@@ -1,14 +1,18 @@
 """What a seat learns from the lab's occupancy and the explainer, on recorded-like objects: the full lab names its
-holders, a >= 100Gi request names the largest memory, a free GPU is allocatable."""
+holders, a >= 100Gi request names the largest memory, a free GPU is allocatable, GPUs held outside the seats are in
+use (and their holder unnamed), an older reaper's occupancy still reads."""
 
 from __future__ import annotations
 
 import datetime
+import json
 import re
 
+from can_has_gpu import render, service
 from can_has_gpu.lab import SeatView, claim_state, explain
 from can_has_gpu.objects import claim_body, memory_selector
-from can_has_gpu.occupancy import occupancy_claims, occupancy_data, read_occupancy
+from can_has_gpu.occupancy import OLD_OCCUPANCY, counts_outside, occupancy_claims, occupancy_data, read_occupancy
+from can_has_gpu.settings import load_settings
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 NODES = ("cp1", "worker1", "worker2")
@@ -90,3 +94,41 @@ def test_claim_state_in_the_participants_words():
     assert claim_state(not_reserved, [holder("user01")]) == "allocated"  # named by a pod, but not reserved for it yet
     deleting = dict(held_claim, metadata=dict(held_claim["metadata"], deletionTimestamp="2026-12-01T12:00:00Z"))
     assert claim_state(deleting, [holder("user01")]) == "releasing"
+
+
+def lab_held_outside(old_reaper=False):
+    """Every GPU held by claims of a namespace of no seat (an instructor's demos); what seat user72 sees of it
+    through the occupancy (an older reaper's: the seats' claims only, no scope)."""
+    holders = [held("instructor-demos", node, i) for node in NODES for i in range(8)]
+    for number, claim in enumerate(holders):
+        claim["metadata"]["name"] = f"demo-train-{number}"
+    seats = {f"user{i:02d}": f"user{i:02d}" for i in range(1, 73)}
+    rows = occupancy_claims(seats, holders)
+    data = ({"claims.json": json.dumps({"format": 1, "claims": [r for r in rows if r["metadata"]["namespace"] in seats]})}
+            if old_reaper else occupancy_data(rows))
+    configmap = {"data": data}
+    return SeatView("user72", [mine()], [], slices(), [CLASS], nodes(), [], read_occupancy(configmap),
+                    occupancy_outside=counts_outside(configmap))
+
+
+def test_gpus_held_outside_the_seats_are_in_use_for_a_seat_and_their_holder_is_not_named():
+    seat = lab_held_outside()
+    answer, sentence = service.explain_sentence(seat, mine(), NOW, load_settings())
+    assert answer["verdict"] == "waits" and answer["allocatable"] is False, sentence
+    assert sentence.startswith("24 GPUs match; all are in use: gpu-0 on cp1 in use outside the seats for 2h, "
+                               "gpu-1 on cp1 in use outside the seats for 2h, "), sentence
+    assert "Wait until one of them is released (no lease ends theirs by itself)." in sentence, sentence
+    free = service.free_gpus(seat, load_settings())
+    assert (free["free"], free["published"], free["outside"], free["outside_counted"]) == (0, 24, 24, True)
+    told = json.dumps(answer) + sentence + render.free_text(free)
+    assert "instructor-demos" not in told and "demo-train" not in told, told
+    assert render.free_text(free) == "Free GPUs in the lab: 0 of 24; 24 in use outside the seats."
+
+
+def test_an_older_reapers_occupancy_reads_and_can_has_gpu_says_what_it_does_not_count():
+    seat = lab_held_outside(old_reaper=True)
+    assert seat.occupancy == [] and not seat.occupancy_outside
+    answer, sentence = service.explain_sentence(seat, mine(), NOW, load_settings())
+    assert answer["verdict"] == "fits_now" and sentence.endswith(f"({OLD_OCCUPANCY})"), sentence
+    text = render.free_text(service.free_gpus(seat, load_settings()))
+    assert text == f"Free GPUs in the lab: 24 of 24 (cp1 8, worker1 8, worker2 8). {OLD_OCCUPANCY}"

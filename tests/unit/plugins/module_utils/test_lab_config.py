@@ -219,6 +219,10 @@ def test_good_role_versions():
      ['workshop_users_pod_grace_max: 10 s is less than the 30 s Kubernetes gives every pod that names no '
       "terminationGracePeriodSeconds: the demos' pods would be refused"]),
     ({'lab_reset_grace_period_seconds': -1}, ['lab_reset_grace_period_seconds: -1 is negative']),
+    ({'workshop_users_api_concurrency_shares': 0, 'workshop_users_api_queue_length': 'long'},
+     ['workshop_users_api_concurrency_shares: 0 is outside 1..1000',
+      "workshop_users_api_queue_length: 'long' is not a whole number"]),
+    ({'workshop_users_api_queue_length': 5000}, ['workshop_users_api_queue_length: 5000 is outside 1..1000']),
     ({'lab_reset_grace_period_seconds': 290, 'lab_reset_wait_timeout': 300},
      ['lab_reset_grace_period_seconds: 290 s (and the 10 s after it before a pod still there is deleted with grace '
       '0) is not less than lab_reset_wait_timeout 300 s: the reset would give up before it']),

@@ -65,3 +65,35 @@ def test_no_folder_no_token_check_and_a_bad_end_is_refused(tmp_path):
     code, result = run_module('dra_health', {'seat_kubeconfig_dir': str(tmp_path), 'event_end': 'tonight'},
                               FakeClient('healthy'), now=NOW)
     assert code == 1 and result['msg'].startswith("Invalid event_end: 'tonight' is not an RFC 3339 time")
+
+
+def test_etcd_near_its_quota_is_a_warning_then_an_error_and_writes_failing_an_error():
+    # The recorded /metrics (dra_fakes: 17.9 MiB) against the default quota: nothing to say, the figures returned.
+    code, result = run_module('dra_health', {}, FakeClient('healthy'), now=NOW)
+    assert code == 0 and result['etcd'] == {'size_bytes': 18743296, 'quota_bytes': 4294967296, 'used_percent': 0.4,
+                                            'lease_silence_seconds': None}
+    assert not [p for p in result['problems'] if p['type'].startswith('etcd')]
+    code, result = run_module('dra_health', {'etcd_quota_bytes': 22 * 2 ** 20}, FakeClient('healthy'), now=NOW)
+    assert code == 0 and result['healthy'] is True
+    assert result['report_lines'][-1].startswith("  WARNING etcd: etcd's database takes 17.9 MiB of its 22.0 MiB "
+                                                 "quota (81%)")
+    fresh = {'metadata': {'name': 'apiserver-a'}, 'spec': {'renewTime': '2026-10-28T09:59:55.000000Z'}}
+    stale = {'metadata': {'name': 'apiserver-a'}, 'spec': {'renewTime': '2026-10-28T09:50:00.000000Z'}}
+    code, result = run_module('dra_health', {'etcd_quota_bytes': 18 * 2 ** 20, 'fail_on_unhealthy': False},
+                              FakeClient('healthy', leases=[fresh]), now=NOW)
+    assert result['healthy'] is False and [p['type'] for p in result['problems']] == ['etcd_storage_full']
+    code, result = run_module('dra_health', {'etcd_quota_bytes': 18 * 2 ** 20, 'fail_on_unhealthy': False},
+                              FakeClient('healthy', leases=[stale]), now=NOW)
+    assert [p['type'] for p in result['problems']] == ['etcd_storage_full', 'etcd_writes_failing']
+    assert result['etcd']['lease_silence_seconds'] == 600
+
+
+def test_etcd_unreadable_is_a_warning_and_zero_checks_nothing():
+    from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
+    failing = FakeClient('healthy', fail={'/metrics': K8sError('forbidden: User "x" cannot get path "/metrics"',
+                                                               status=403)})
+    code, result = run_module('dra_health', {}, failing, now=NOW)
+    assert code == 0 and 'etcd' not in result
+    assert any(w.startswith('Cannot read the size of etcd: forbidden') for w in result['warnings'])
+    code, result = run_module('dra_health', {'etcd_quota_bytes': 0}, failing, now=NOW)
+    assert code == 0 and 'etcd' not in result and not result.get('warnings')

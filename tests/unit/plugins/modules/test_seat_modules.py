@@ -24,12 +24,14 @@ def test_seat_objects_for_72_seats():
     assert code == 0 and result['changed'] is False
     assert result['counts'] == {'Namespace': 72, 'ServiceAccount': 72, 'Secret': 72, 'RoleBinding': 72,
                                 'ResourceQuota': 72, 'LimitRange': 72, 'ClusterRole': 1, 'ClusterRoleBinding': 1,
-                                'ValidatingAdmissionPolicy': 9, 'ValidatingAdmissionPolicyBinding': 9}
-    assert len(result['objects']) == 72 * 6 + 2 + 18
-    # Policies first, then the namespaces.
-    assert [o['kind'] for o in result['objects'][:18]] == ['ValidatingAdmissionPolicy'] * 9 + [
-        'ValidatingAdmissionPolicyBinding'] * 9
-    assert result['objects'][18]['kind'] == 'Namespace'
+                                'ValidatingAdmissionPolicy': 9, 'ValidatingAdmissionPolicyBinding': 9,
+                                'PriorityLevelConfiguration': 1, 'FlowSchema': 1}
+    assert len(result['objects']) == 72 * 6 + 2 + 18 + 2
+    # Policies first, the seats' API share, then the namespaces.
+    assert [o['kind'] for o in result['objects'][:20]] == ['ValidatingAdmissionPolicy'] * 9 + [
+        'ValidatingAdmissionPolicyBinding'] * 9 + ['PriorityLevelConfiguration', 'FlowSchema']
+    assert len(result['objects'][19]['spec']['rules'][0]['subjects']) == 72
+    assert result['objects'][20]['kind'] == 'Namespace'
     assert result['quota'] == {'gpu.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'gpu-40gi.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'count/resourceclaims.resource.k8s.io': '1'}
@@ -40,6 +42,12 @@ def test_seat_objects_for_72_seats():
     assert code == 0 and result['quota']['count/configmaps'] == '4' and result['quota']['count/jobs.batch'] == '2'
     assert result['object_bytes_max'] == 7 * 1536 * 1024
     assert result['admin_access_patches'] == [] and result['stale_namespaces'] == []
+
+
+def test_seat_objects_refuses_a_bad_api_share_naming_it():
+    code, result = run_module('seat_objects', {'seats': ['user01'], 'api_concurrency_shares': 0})
+    assert code == 1
+    assert result['msg'] == 'Cannot build the seat objects: api_concurrency_shares: 0 is outside 1..1000.'
 
 
 def test_seat_objects_refuses_foreign_namespaces_and_fixes_admin_access():
