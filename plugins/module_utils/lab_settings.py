@@ -318,6 +318,11 @@ ROLE_BOUNDS = {
     'workshop_users_quota_objects_by_kind': 'workshop_users',
     'workshop_users_quota_pods': 'workshop_users',
     'workshop_users_pod_grace_max': 'workshop_users',
+    'workshop_users_quota_ephemeral_storage': 'workshop_users',
+    'workshop_users_container_default_limits': 'workshop_users',
+    'workshop_users_container_default_requests': 'workshop_users',
+    'workshop_users_pod_tolerations': 'workshop_users',
+    'workshop_users_device_tolerations': 'workshop_users',
     'lab_reset_grace_period_seconds': 'lab_reset',
     'lab_reset_wait_timeout': 'lab_reset',
 }

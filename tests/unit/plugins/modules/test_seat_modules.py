@@ -24,12 +24,13 @@ def test_seat_objects_for_72_seats():
     assert code == 0 and result['changed'] is False
     assert result['counts'] == {'Namespace': 72, 'ServiceAccount': 72, 'Secret': 72, 'RoleBinding': 72,
                                 'ResourceQuota': 72, 'LimitRange': 72, 'ClusterRole': 1, 'ClusterRoleBinding': 1,
-                                'ValidatingAdmissionPolicy': 9, 'ValidatingAdmissionPolicyBinding': 9}
-    assert len(result['objects']) == 72 * 6 + 2 + 18
-    # Policies first, then the namespaces.
-    assert [o['kind'] for o in result['objects'][:18]] == ['ValidatingAdmissionPolicy'] * 9 + [
-        'ValidatingAdmissionPolicyBinding'] * 9
-    assert result['objects'][18]['kind'] == 'Namespace'
+                                'ValidatingAdmissionPolicy': 14, 'ValidatingAdmissionPolicyBinding': 14}
+    assert len(result['objects']) == 72 * 6 + 2 + 28
+    # Policies first (seat/policies.py, then seat/placement.py, each policies then bindings), then the namespaces.
+    assert [o['kind'] for o in result['objects'][:28]] == (
+        ['ValidatingAdmissionPolicy'] * 9 + ['ValidatingAdmissionPolicyBinding'] * 9
+        + ['ValidatingAdmissionPolicy'] * 5 + ['ValidatingAdmissionPolicyBinding'] * 5)
+    assert result['objects'][28]['kind'] == 'Namespace'
     assert result['quota'] == {'gpu.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'gpu-40gi.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'count/resourceclaims.resource.k8s.io': '1'}
