@@ -76,6 +76,11 @@ def test_a_seat_pod_may_not_name_its_node(control_plane, seat):
     exc = expect_api_error(403, client.AppsV1Api(seat).create_namespaced_deployment, SEAT,
                            deployment("pinned", nodeName=node))
     assert NODE_NAME in exc.body, exc.body
+    # Nor can the seat bind a pod to a node itself (what the scheduler does).
+    for resource, subresource in (("pods", "binding"), ("bindings", "")):
+        review = client.AuthorizationV1Api(seat).create_self_subject_access_review({"spec": {"resourceAttributes": {
+            "namespace": SEAT, "verb": "create", "resource": resource, "subresource": subresource}}})
+        assert not review.status.allowed, (resource, subresource, review.status)
 
 
 @pytest.mark.parametrize("toleration", [

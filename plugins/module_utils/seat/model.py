@@ -300,8 +300,8 @@ def limit_range_object(seat, default_limits=None, default_requests=None):
         values = dict((str(k), _quantity(v, 'container %s %s' % (field, k))) for k, v in (values or {}).items())
         unknown = sorted(set(values) - set(CONTAINER_RESOURCES))
         if unknown:
-            raise ValueError('container %s may only set %s, not %s' % (field, ', '.join(CONTAINER_RESOURCES),
-                                                                      ', '.join(unknown)))
+            raise ValueError('container %s may only set %s, not %s'
+                             % (field, ', '.join(CONTAINER_RESOURCES), ', '.join(unknown)))
         if values:
             limit[field] = values
     return {
