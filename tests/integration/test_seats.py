@@ -27,6 +27,7 @@ EXPECTED_QUOTA = {
     "gpu-40gi.example.com.deviceclass.resource.k8s.io/devices": "1",
     "count/resourceclaims.resource.k8s.io": "1",
     "pods": "10", "requests.cpu": "4", "limits.cpu": "4", "requests.memory": "8Gi", "limits.memory": "8Gi",
+    "requests.ephemeral-storage": "10Gi", "limits.ephemeral-storage": "10Gi",
     # Every other kind the edit role lets a seat create (workshop_users_quota_objects 5; finished pods count too).
     **{f"count/{kind}": "5" for kind in (
         "configmaps", "secrets", "serviceaccounts", "services", "persistentvolumeclaims", "replicationcontrollers",

@@ -57,3 +57,7 @@ def test_a_seat_claim_may_not_tolerate_the_instructors_device_taint(control_plan
         seat("create", "--dry-run=server", "-f", "-", stdin=json.dumps(allowed))
     finally:
         instructor("delete", "--ignore-not-found", "devicetaintrule", RULE["metadata"]["name"])
+        # What a policy failed to refuse (none, unless the protection is gone) is not left for the next test.
+        instructor("delete", "--ignore-not-found", "-n", SEAT, "resourceclaims", "tolerates-broken", "tolerates-all",
+                   "first-available")
+        instructor("delete", "--ignore-not-found", "-n", SEAT, "resourceclaimtemplates", "tpl")
