@@ -95,7 +95,8 @@ def test_seat_objects_exist(control_plane, seats):
     for seat in SEATS_ALL:
         [limit] = limits[seat].spec.limits
         assert (limit.type, limit.default, limit.default_request) == (
-            "Container", {"cpu": "500m", "memory": "512Mi"}, {"cpu": "100m", "memory": "128Mi"}), seat
+            "Container", {"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "1Gi"},
+            {"cpu": "100m", "memory": "128Mi", "ephemeral-storage": "64Mi"}), seat
 
     role = rbac.read_cluster_role(READER)
     granted = {(g, r) for rule in role.rules for g in rule.api_groups for r in rule.resources}
