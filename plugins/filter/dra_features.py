@@ -27,10 +27,11 @@ options:
         DeviceClasses to add to the menu (list of name, description, selectors); V(demos), the folder names under
         docs/demos (list); V(driver_releases), more releases of the driver chart (list of suffix, name, driver,
         values); V(companion_classes), the DeviceClasses of which a seat's claim may hold one device beside its
-        GPU (list).
+        GPU (list); V(device_tolerations), the device taints the demos' claims tolerate (list of key, effect).
     type: str
     required: true
-    choices: [feature_gates, api_versions, helm_values, device_classes, demos, driver_releases, companion_classes]
+    choices: [feature_gates, api_versions, helm_values, device_classes, demos, driver_releases, companion_classes,
+              device_tolerations]
   menu:
     description: With O(what=device_classes), the menu; classes it already names are left out.
     type: list

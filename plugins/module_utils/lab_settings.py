@@ -323,6 +323,11 @@ ROLE_BOUNDS = {
     'workshop_users_pod_grace_max': 'workshop_users',
     'workshop_users_api_concurrency_shares': 'workshop_users',
     'workshop_users_api_queue_length': 'workshop_users',
+    'workshop_users_quota_ephemeral_storage': 'workshop_users',
+    'workshop_users_container_default_limits': 'workshop_users',
+    'workshop_users_container_default_requests': 'workshop_users',
+    'workshop_users_pod_tolerations': 'workshop_users',
+    'workshop_users_device_tolerations': 'workshop_users',
     'lab_reset_grace_period_seconds': 'lab_reset',
     'lab_reset_wait_timeout': 'lab_reset',
 }

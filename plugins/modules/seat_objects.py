@@ -38,6 +38,10 @@ description:
     (O(api_queue_length)), and a FlowSchema C(dralab-seats) that sends every request of a seat namespace's
     ServiceAccounts there (one flow per ServiceAccount), so that no seat's flood starves the instructor, the
     cluster's components, the lease reaper, the board or the other seats.
+  - Also C(dralab-seat-pod-placement), C(dralab-seat-template-placement), C(dralab-seat-cronjob-placement) (no
+    C(spec.nodeName), no DaemonSet, tolerations only of O(pod_tolerations) and the two Kubernetes adds) and
+    C(dralab-seat-claim-tolerations), C(dralab-seat-claim-template-tolerations) (device tolerations only of
+    O(device_tolerations)).
   - Once for all seats, a ClusterRole O(reader_cluster_role) that reads DeviceClasses, ResourceSlices and Nodes, and
     a ClusterRoleBinding of the same name that lists every seat's ServiceAccount.
   - The policies come first in the list, then the Namespaces, so the API server accepts the namespaced objects that
@@ -113,10 +117,17 @@ options:
         example V(8Gi); empty for no cap.
     type: str
     default: ''
+  ephemeral_storage_per_seat:
+    description:
+      - Ephemeral storage a seat's pods may request, and have as limits, in total (C(requests.ephemeral-storage),
+        C(limits.ephemeral-storage)), for example V(10Gi); empty for no cap.
+    type: str
+    default: ''
   container_default_limits:
     description:
       - 'Limits given to a container of a seat that sets none (LimitRange C(default)), for example
-        C({cpu: 500m, memory: 512Mi}). Needed when O(cpu_per_seat) or O(memory_per_seat) is set.'
+        C({cpu: 500m, memory: 512Mi, ephemeral-storage: 1Gi}). Needed when O(cpu_per_seat), O(memory_per_seat) or
+        O(ephemeral_storage_per_seat) is set.'
     type: dict
     default: {}
   container_default_requests:
@@ -162,6 +173,22 @@ options:
         to 1000.
     type: int
     default: 50
+  pod_tolerations:
+    description:
+      - Node taints a seat's pods may tolerate beside C(node.kubernetes.io/not-ready) and
+        C(node.kubernetes.io/unreachable) (C(NoExecute)), which Kubernetes adds to every pod; each entry a C(key) and
+        optionally an C(effect). Admission policies C(dralab-seat-pod-placement), C(dralab-seat-template-placement)
+        and C(dralab-seat-cronjob-placement) refuse any other toleration, C(spec.nodeName) and DaemonSets.
+    type: list
+    elements: dict
+    default: []
+  device_tolerations:
+    description:
+      - Device taints a seat's claims may tolerate (entries as in O(pod_tolerations)); admission policies
+        C(dralab-seat-claim-tolerations) and C(dralab-seat-claim-template-tolerations) refuse any other.
+    type: list
+    elements: dict
+    default: []
   quota_extra:
     description:
       - 'More ResourceQuota keys and quantities, for example C({pods: 10}).'
@@ -322,6 +349,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s.discovery impo
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import bounds as seat_bounds
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import flow as seat_flow
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import placement as seat_placement
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import policies as seat_policies
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, KubeClient, auth_argspec
 
@@ -341,6 +369,7 @@ def argspec():
         pods_per_seat=dict(type='str', default=''),
         cpu_per_seat=dict(type='str', default=''),
         memory_per_seat=dict(type='str', default=''),
+        ephemeral_storage_per_seat=dict(type='str', default=''),
         container_default_limits=dict(type='dict', default={}),
         container_default_requests=dict(type='dict', default={}),
         quota_objects=dict(type='int'),
@@ -348,6 +377,8 @@ def argspec():
         pod_grace_max=dict(type='int', default=seat_bounds.DEFAULT_POD_GRACE),
         api_concurrency_shares=dict(type='int', default=seat_flow.DEFAULT_SHARES),
         api_queue_length=dict(type='int', default=seat_flow.DEFAULT_QUEUE_LENGTH),
+        pod_tolerations=dict(type='list', elements='dict', default=[]),
+        device_tolerations=dict(type='list', elements='dict', default=[]),
         quota_extra=dict(type='dict', default={}),
         pod_security=dict(type='str', default='baseline', choices=['', 'privileged', 'baseline', 'restricted']),
         edit_cluster_role=dict(type='str', default=seat_model.DEFAULT_EDIT_CLUSTER_ROLE),
@@ -405,7 +436,8 @@ def run(module, client=None):
         limits = object_counts(params, kinds)
         objects = seat_policies.seat_policies(
             companion_classes=params['companion_device_classes'],
-            pod_grace_max=params['pod_grace_max']) + seat_flow.flow_objects(
+            pod_grace_max=params['pod_grace_max']) + seat_placement.placement_policies(
+            params['pod_tolerations'], params['device_tolerations']) + seat_flow.flow_objects(
             params['seats'], params['api_concurrency_shares'], params['api_queue_length']) + seat_model.build_seat_objects(
             params['seats'], device_classes, devices_per_seat=params['devices_per_seat'],
             devices_per_class=params['devices_per_class'], gpus_per_seat=params['gpus_per_seat'],
@@ -413,6 +445,7 @@ def run(module, client=None):
             edit_cluster_role=params['edit_cluster_role'], reader_name=params['reader_cluster_role'],
             reader_extra_rules=params['reader_extra_rules'], pods_per_seat=params['pods_per_seat'],
             cpu_per_seat=params['cpu_per_seat'], memory_per_seat=params['memory_per_seat'],
+            ephemeral_storage_per_seat=params['ephemeral_storage_per_seat'],
             container_default_limits=params['container_default_limits'],
             container_default_requests=params['container_default_requests'],
             generations=seat_model.credential_generations(namespaces),

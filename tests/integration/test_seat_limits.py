@@ -19,8 +19,8 @@ from k8s_helpers import IMAGE, clear_namespaces, core_api, expect_api_error, raw
 SEAT = "user61"
 PODS = 10  # workshop_users_quota_pods (the default)
 CPU = "4"  # workshop_users_quota_cpu
-DEFAULT_LIMITS = {"cpu": "500m", "memory": "512Mi"}  # workshop_users_container_default_limits
-DEFAULT_REQUESTS = {"cpu": "100m", "memory": "128Mi"}  # workshop_users_container_default_requests
+DEFAULT_LIMITS = {"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "1Gi"}  # workshop_users_container_default_limits
+DEFAULT_REQUESTS = {"cpu": "100m", "memory": "128Mi", "ephemeral-storage": "64Mi"}  # ..._container_default_requests
 
 
 def plain_pod(name: str, resources: dict | None = None) -> dict:

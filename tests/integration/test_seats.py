@@ -27,6 +27,7 @@ EXPECTED_QUOTA = {
     "gpu-40gi.example.com.deviceclass.resource.k8s.io/devices": "1",
     "count/resourceclaims.resource.k8s.io": "1",
     "pods": "10", "requests.cpu": "4", "limits.cpu": "4", "requests.memory": "8Gi", "limits.memory": "8Gi",
+    "requests.ephemeral-storage": "10Gi", "limits.ephemeral-storage": "10Gi",
     # Every other kind the edit role lets a seat create (workshop_users_quota_objects 5; finished pods count too).
     **{f"count/{kind}": "5" for kind in (
         "configmaps", "secrets", "serviceaccounts", "services", "persistentvolumeclaims", "replicationcontrollers",
@@ -94,7 +95,8 @@ def test_seat_objects_exist(control_plane, seats):
     for seat in SEATS_ALL:
         [limit] = limits[seat].spec.limits
         assert (limit.type, limit.default, limit.default_request) == (
-            "Container", {"cpu": "500m", "memory": "512Mi"}, {"cpu": "100m", "memory": "128Mi"}), seat
+            "Container", {"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "1Gi"},
+            {"cpu": "100m", "memory": "128Mi", "ephemeral-storage": "64Mi"}), seat
 
     role = rbac.read_cluster_role(READER)
     granted = {(g, r) for rule in role.rules for g in rule.api_groups for r in rule.resources}

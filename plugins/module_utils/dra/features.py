@@ -24,6 +24,8 @@ item turns it all on at once:
   name, the driver name its devices are published under and its chart values;
 - companion_classes: DeviceClasses of which a seat's claim may hold one
   device beside its GPU (seat_policies: the claim-size policies).
+- device_tolerations: device taints a seat's claim may tolerate (the demo's
+  own claim tolerates them; seat/placement.py refuses every other).
 - lab_build: the feature needs the lab's own build of the driver (the offline
   mirror's image); the preflight warns when the lab pulls from upstream.
 
@@ -95,7 +97,8 @@ NIC_RELEASE = {'suffix': 'net', 'driver': NIC_DRIVER, 'values': {'deviceProfile'
 
 class Feature:
     def __init__(self, name, title, gates, demo=None, api_versions=(), helm_values=None, device_classes=(),
-                 seat_claims=1, driver_releases=(), companion_classes=(), lab_build=False, seat_pods=1):
+                 seat_claims=1, driver_releases=(), companion_classes=(), lab_build=False, seat_pods=1,
+                 device_tolerations=()):
         self.name = name
         self.title = title
         self.gates = tuple(gates)
@@ -108,6 +111,7 @@ class Feature:
         self.driver_releases = list(driver_releases)
         self.companion_classes = tuple(companion_classes)
         self.lab_build = lab_build
+        self.device_tolerations = tuple(dict(entry) for entry in device_tolerations)
 
     def __repr__(self):
         return 'Feature(%s)' % self.name
@@ -128,7 +132,8 @@ FEATURES = (
             ['DRAExtendedResource'], demo='extended-resource'),
     Feature('device_taints', 'the instructor takes a GPU out of service with a DeviceTaintRule',
             ['DRADeviceTaints', 'DRADeviceTaintRules'], demo='device-taints',
-            api_versions=['resource.k8s.io/v1alpha3=true'], seat_pods=2),
+            api_versions=['resource.k8s.io/v1alpha3=true'], seat_pods=2,
+            device_tolerations=[{'key': 'dralab.workshop/maintenance', 'effect': 'NoSchedule'}]),
     Feature('admin_access', 'the instructor monitors GPUs in use (admin access; seats are refused)',
             ['DRAAdminAccess'], demo='admin-access'),
     Feature('gpu_nic_numa', 'one claim gets a GPU and a NIC on the same PCIe root (matchAttribute)',
@@ -253,12 +258,23 @@ def gate_conflicts(features, gates):
     return problems
 
 
+def device_tolerations(features):
+    """The device taints ({key, effect}) the features' demos tolerate in a seat's claim, sorted by key."""
+    found = []
+    for feature in selected(features):
+        for entry in feature.device_tolerations:
+            if entry not in found:
+                found.append(dict(entry))
+    return sorted(found, key=lambda entry: (entry['key'], entry.get('effect', '')))
+
+
 PARTS = {
     'feature_gates': feature_gates,
     'api_versions': api_versions,
     'helm_values': helm_values,
     'demos': demos,
     'companion_classes': companion_classes,
+    'device_tolerations': device_tolerations,
 }
 
 

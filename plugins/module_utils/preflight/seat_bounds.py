@@ -16,6 +16,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.features impor
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import given
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import bounds as seat_bounds
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.flow import flow_problems
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import placement as seat_placement
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import baseline_names
 from ansible_collections.dralab.workshop.plugins.module_utils.values import as_int, show
 
@@ -58,6 +59,7 @@ def check_seat_bounds(config, report):
         if problem:
             report.error('workshop_users_pod_grace_max', problem)
     check_api_share(values, report)
+    check_pod_room(values, wanted, report)
     check_reset_grace(values, report)
 
 
@@ -67,6 +69,21 @@ def check_api_share(values, report):
     length = values.get('workshop_users_api_queue_length')
     for option, sentence in flow_problems(1 if shares is None else shares, 1 if length is None else length):
         report.error('workshop_users_api_' + option, sentence)
+
+
+def check_pod_room(values, wanted, report):
+    """Ephemeral storage against the demos' and can-has-gpu's pods; the toleration allow lists' entries."""
+    names = ('workshop_users_quota_ephemeral_storage', 'workshop_users_container_default_limits',
+             'workshop_users_container_default_requests')
+    if any(name in values for name in names):
+        for field, sentence in seat_bounds.ephemeral_problems(*[values.get(name) for name in names],
+                                                              pods=wanted['pods']):
+            report.error(field, sentence)
+    for name, effects in (('workshop_users_pod_tolerations', seat_placement.POD_TAINT_EFFECTS),
+                          ('workshop_users_device_tolerations', seat_placement.DEVICE_TAINT_EFFECTS)):
+        if values.get(name) is not None:
+            for field, sentence in seat_placement.toleration_problems(values[name], name, effects):
+                report.error(field, sentence)
 
 
 def check_reset_grace(values, report):

@@ -22,7 +22,13 @@ Pure: seat_objects reads the rules and the discovery and hands them here.
 
 from __future__ import annotations
 
-from ansible_collections.dralab.workshop.plugins.module_utils.values import as_int, is_dns1123_subdomain, show
+from ansible_collections.dralab.workshop.plugins.module_utils.values import (
+    as_int,
+    format_quantity,
+    is_dns1123_subdomain,
+    parse_quantity,
+    show,
+)
 
 # etcd refuses a write above its --max-request-bytes, 1.5 MiB unless set otherwise: no object is bigger.
 MAX_OBJECT_BYTES = 3 * 512 * 1024
@@ -40,6 +46,12 @@ CAN_HAS_GPU_PODS_PER_CLAIM = 2
 # a kubelet that killed the pod's containers at the end of its grace period confirms within seconds; one that does
 # not answer never does.
 FORCE_AFTER = 10
+# The smallest ephemeral-storage limit of a container: the kubelet keeps up to 5 log files of 10 MiB per container
+# (containerLogMaxFiles, containerLogMaxSize) and counts them against that limit, so a demo that logs would be
+# evicted below it.
+MIN_CONTAINER_EPHEMERAL = 50 * 1024 * 1024
+# workshop_users_container_default_limits['ephemeral-storage'], the role's default (a unit test keeps them equal).
+DEFAULT_CONTAINER_EPHEMERAL = '1Gi'
 
 
 def kind_name(group, resource):
@@ -191,3 +203,49 @@ def grace_problem(value):
         return ('%d s is less than the %d s Kubernetes gives every pod that names no terminationGracePeriodSeconds: '
                 'the demos\' pods would be refused' % (number, DEFAULT_POD_GRACE))
     return None
+
+
+def _bytes(value):
+    if value is None or isinstance(value, (bool, dict, list)):
+        raise ValueError('%s is not a quantity such as 10Gi' % show(value))
+    return parse_quantity(str(value).strip())
+
+
+def ephemeral_problems(quota, default_limits, default_requests, pods):
+    """(field, sentence) for ephemeral storage bounds too small for pods pods (needs()['pods']) of one container
+    that names none (the demos and can-has-gpu name none: the LimitRange's default is theirs).
+
+    quota: workshop_users_quota_ephemeral_storage ('' or None: no quota); default_limits / default_requests:
+    workshop_users_container_default_limits / _requests (None: the role's default)."""
+    problems = []
+    limit = DEFAULT_CONTAINER_EPHEMERAL
+    for field, values in (('workshop_users_container_default_limits', default_limits),
+                          ('workshop_users_container_default_requests', default_requests)):
+        if values is not None and not isinstance(values, dict):
+            problems.append((field, 'must be a mapping such as {cpu: 500m, memory: 512Mi, ephemeral-storage: 1Gi}'))
+    if isinstance(default_limits, dict):
+        limit = default_limits.get('ephemeral-storage')
+    try:
+        limit_bytes = None if limit in (None, '') else _bytes(limit)
+    except ValueError as exc:
+        return problems + [("workshop_users_container_default_limits['ephemeral-storage']", str(exc))]
+    if limit_bytes is not None and limit_bytes < MIN_CONTAINER_EPHEMERAL:
+        problems.append(("workshop_users_container_default_limits['ephemeral-storage']",
+                         '%s is less than %s, the container logs the kubelet keeps (5 files of 10Mi) and counts '
+                         'against it: a demo pod that logs would be evicted'
+                         % (show(limit), format_quantity(MIN_CONTAINER_EPHEMERAL))))
+    if quota is None or str(quota).strip() == '':
+        return problems
+    try:
+        quota_bytes = _bytes(quota)
+    except ValueError as exc:
+        return problems + [('workshop_users_quota_ephemeral_storage', str(exc))]
+    if limit_bytes is None:
+        problems.append(('workshop_users_quota_ephemeral_storage', 'a quota on ephemeral storage needs a default '
+                         "ephemeral-storage limit for containers (workshop_users_container_default_limits): the "
+                         "demos' pods name none and would be refused"))
+    elif quota_bytes < pods * limit_bytes:
+        problems.append(('workshop_users_quota_ephemeral_storage',
+                         '%s is less than the %d pods can-has-gpu and the demos need at %s each (the containers\' '
+                         'default limit): their pods would be refused' % (show(quota), pods, show(limit))))
+    return problems

@@ -69,9 +69,13 @@ READER_RULES = (
 )
 
 
-# The quota keys of pods, CPU and memory: (key, which of pods/cpu/memory sets it).
+# The quota keys of pods, CPU, memory and ephemeral storage: (key, which of pods/cpu/memory/ephemeral-storage sets it).
 COMPUTE_QUOTA_KEYS = (('pods', 'pods'), ('requests.cpu', 'cpu'), ('limits.cpu', 'cpu'),
-                      ('requests.memory', 'memory'), ('limits.memory', 'memory'))
+                      ('requests.memory', 'memory'), ('limits.memory', 'memory'),
+                      ('requests.ephemeral-storage', 'ephemeral-storage'),
+                      ('limits.ephemeral-storage', 'ephemeral-storage'))
+# What a LimitRange gives a container that names none of them.
+CONTAINER_RESOURCES = ('cpu', 'memory', 'ephemeral-storage')
 
 
 def account_name(seat, generation=0):
@@ -184,15 +188,18 @@ def _quantity(value, what):
     return str(value).strip()
 
 
-def compute_hard(pods=None, cpu=None, memory=None):
-    """Quota keys for pods, CPU (requests and limits) and memory (requests and limits); empty ones are left out."""
-    given = {'pods': pods, 'cpu': cpu, 'memory': memory}
+def compute_hard(pods=None, cpu=None, memory=None, ephemeral_storage=None):
+    """Quota keys for pods, CPU, memory and ephemeral storage (requests and limits each); empty ones are left out.
+
+    Ephemeral storage is what the seat's pods write on their nodes' disks: containers' writable layers, their logs
+    and emptyDir volumes on disk (the kubelet evicts a pod past the sum of its containers' limits)."""
+    given = {'pods': pods, 'cpu': cpu, 'memory': memory, 'ephemeral-storage': ephemeral_storage}
     hard = {}
     for key, source in COMPUTE_QUOTA_KEYS:
         value = given[source]
         if value is None or (isinstance(value, str) and value.strip() == ''):
             continue
-        hard[key] = _quantity(value, source + '_per_seat')
+        hard[key] = _quantity(value, source.replace('-', '_') + '_per_seat')
     return hard
 
 
@@ -287,13 +294,14 @@ def resource_quota_object(seat, hard):
 
 
 def limit_range_object(seat, default_limits=None, default_requests=None):
-    """Defaults for containers that name no requests/limits (a CPU or memory quota needs them)."""
+    """Defaults for containers that name no requests/limits (a CPU, memory or ephemeral storage quota needs them)."""
     limit = {'type': 'Container'}
     for field, values in (('default', default_limits), ('defaultRequest', default_requests)):
         values = dict((str(k), _quantity(v, 'container %s %s' % (field, k))) for k, v in (values or {}).items())
-        unknown = sorted(set(values) - {'cpu', 'memory'})
+        unknown = sorted(set(values) - set(CONTAINER_RESOURCES))
         if unknown:
-            raise ValueError('container %s may only set cpu and memory, not %s' % (field, ', '.join(unknown)))
+            raise ValueError('container %s may only set %s, not %s'
+                             % (field, ', '.join(CONTAINER_RESOURCES), ', '.join(unknown)))
         if values:
             limit[field] = values
     return {
@@ -345,7 +353,7 @@ def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_cl
                        reader_name=DEFAULT_READER_NAME, reader_extra_rules=None, secret_name=TOKEN_SECRET_NAME,
                        pods_per_seat=None, cpu_per_seat=None, memory_per_seat=None,
                        container_default_limits=None, container_default_requests=None, generations=None,
-                       accounts=None, counts=None):
+                       accounts=None, counts=None, ephemeral_storage_per_seat=None):
     """Every object of every seat, in an order the API server accepts (namespaces first).
 
     generations: {seat: credential generation} of the seats whose namespace exists (credential_generations);
@@ -363,7 +371,7 @@ def build_seat_objects(seats, device_classes, devices_per_seat=1, devices_per_cl
         if name not in classes:
             classes.append(name)
     hard = quota_hard(classes, devices_per_seat, devices_per_class, gpus_per_seat, quota_extra,
-                      compute_hard(pods_per_seat, cpu_per_seat, memory_per_seat), counts)
+                      compute_hard(pods_per_seat, cpu_per_seat, memory_per_seat, ephemeral_storage_per_seat), counts)
     limit_range_object('check', container_default_limits, container_default_requests)  # bad values fail first
     generations = dict((seat, (generations or {}).get(seat, 0)) for seat in seats)
     accounts = dict((seat, (accounts or {}).get(seat) or account_name(seat, generations[seat])) for seat in seats)

@@ -299,3 +299,10 @@ def seat_policies(devices_per_claim=DEVICES_PER_CLAIM, companion_classes=(), pod
     bindings += [_binding(name) for name in (POD_GRACE_POLICY, TEMPLATE_GRACE_POLICY, CRONJOB_GRACE_POLICY,
                                              EVENTS_POLICY)]
     return policies + bindings
+
+
+# The builders other policy files of the seats use (seat/placement.py).
+policy_object = _policy
+binding_object = _binding
+resource_rules = _rules
+grouped_rules = _grouped_rules

@@ -339,8 +339,9 @@ class Cluster:
                                "kubernetes.io/arch": "amd64", "type": "kwok"},
                 },
                 "status": {
-                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
+                    # ephemeral-storage as a kubelet reports its disk: seat pods request some (their LimitRange).
+                    "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "200Gi"},
+                    "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "180Gi"},
                     # The client wants every nodeInfo field; kwok keeps non-empty ones.
                     "nodeInfo": {"kubeletVersion": "v1.35.4", "kubeProxyVersion": "",
                                  "containerRuntimeVersion": "kwok", "kernelVersion": "",

@@ -14,6 +14,7 @@ from ansible.template import Templar
 
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import bounds as seat_bounds
 
 from render import REPO, evaluate, render_role_template, role_defaults, template_value, with_hostvars
 
@@ -56,6 +57,7 @@ def test_bulk_object_list_for_the_default_72_seats_and_menu():
         gpus_per_seat=values['workshop_users_gpus_per_seat'], pod_security=values['workshop_users_pod_security'],
         reader_name=values['workshop_users_reader_cluster_role'], pods_per_seat=values['workshop_users_quota_pods'],
         cpu_per_seat=values['workshop_users_quota_cpu'], memory_per_seat=values['workshop_users_quota_memory'],
+        ephemeral_storage_per_seat=values['workshop_users_quota_ephemeral_storage'],
         container_default_limits=values['workshop_users_container_default_limits'],
         container_default_requests=values['workshop_users_container_default_requests'])
     assert len(objects) == 72 * 6 + 2
@@ -65,11 +67,16 @@ def test_bulk_object_list_for_the_default_72_seats_and_menu():
                                      'gpu-40gi.example.com.deviceclass.resource.k8s.io/devices': '1',
                                      'count/resourceclaims.resource.k8s.io': '1',
                                      'pods': '10', 'requests.cpu': '4', 'limits.cpu': '4',
-                                     'requests.memory': '8Gi', 'limits.memory': '8Gi'} for q in quotas)
+                                     'requests.memory': '8Gi', 'limits.memory': '8Gi',
+                                     'requests.ephemeral-storage': '10Gi', 'limits.ephemeral-storage': '10Gi'}
+               for q in quotas)
     limits = [o for o in objects if o['kind'] == 'LimitRange']
     assert [lr['metadata']['namespace'] for lr in limits] == values['workshop_users_seat_names']
-    assert limits[0]['spec']['limits'] == [{'type': 'Container', 'default': {'cpu': '500m', 'memory': '512Mi'},
-                                            'defaultRequest': {'cpu': '100m', 'memory': '128Mi'}}]
+    assert limits[0]['spec']['limits'] == [
+        {'type': 'Container', 'default': {'cpu': '500m', 'memory': '512Mi', 'ephemeral-storage': '1Gi'},
+         'defaultRequest': {'cpu': '100m', 'memory': '128Mi', 'ephemeral-storage': '64Mi'}}]
+    # The preflight's fallback for an unset default limit is the role's default.
+    assert values['workshop_users_container_default_limits']['ephemeral-storage'] == seat_bounds.DEFAULT_CONTAINER_EPHEMERAL
     namespaces = [o for o in objects if o['kind'] == 'Namespace']
     assert [n['metadata']['labels']['dralab.workshop/seat'] for n in namespaces] == values['workshop_users_seat_names']
     binding = [o for o in objects if o['kind'] == 'ClusterRoleBinding'][0]

@@ -223,6 +223,22 @@ def test_good_role_versions():
      ['workshop_users_api_concurrency_shares: 0 is outside 1..1000',
       "workshop_users_api_queue_length: 'long' is not a whole number"]),
     ({'workshop_users_api_queue_length': 5000}, ['workshop_users_api_queue_length: 5000 is outside 1..1000']),
+    ({'workshop_users_quota_ephemeral_storage': '1Gi'},
+     ["workshop_users_quota_ephemeral_storage: '1Gi' is less than the 2 pods can-has-gpu and the demos need at "
+      "'1Gi' each (the containers' default limit): their pods would be refused"]),
+    ({'workshop_users_container_default_limits': {'cpu': '1', 'memory': '1Gi', 'ephemeral-storage': '10Mi'}},
+     ["workshop_users_container_default_limits['ephemeral-storage']: '10Mi' is less than 50Mi, the container logs "
+      "the kubelet keeps (5 files of 10Mi) and counts against it: a demo pod that logs would be evicted"]),
+    ({'workshop_users_quota_ephemeral_storage': '10Gi', 'workshop_users_container_default_limits': {'cpu': '1'}},
+     ["workshop_users_quota_ephemeral_storage: a quota on ephemeral storage needs a default ephemeral-storage limit "
+      "for containers (workshop_users_container_default_limits): the demos' pods name none and would be refused"]),
+    ({'workshop_users_pod_tolerations': [{'effect': 'NoSchedule'}]},
+     ['workshop_users_pod_tolerations[0]: needs a key (a toleration without one tolerates every taint)']),
+    ({'workshop_users_pod_tolerations': [{'key': 'example.com/lab', 'effect': 'Sometimes'}]},
+     ["workshop_users_pod_tolerations[0]: effect 'Sometimes' is not one of NoSchedule, PreferNoSchedule, NoExecute "
+      "(or leave it out for any)"]),
+    ({'workshop_users_device_tolerations': 'dralab.workshop/maintenance'},
+     ["workshop_users_device_tolerations: must be a list of {key, effect} entries, got 'dralab.workshop/maintenance'"]),
     ({'lab_reset_grace_period_seconds': 290, 'lab_reset_wait_timeout': 300},
      ['lab_reset_grace_period_seconds: 290 s (and the 10 s after it before a pod still there is deleted with grace '
       '0) is not less than lab_reset_wait_timeout 300 s: the reset would give up before it']),

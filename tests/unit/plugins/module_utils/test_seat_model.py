@@ -195,7 +195,7 @@ def test_limit_range_gives_containers_defaults():
                                        'labels': seat_model.managed_labels('user03')}
     assert limit_range['spec']['limits'] == [{'type': 'Container', 'default': {'cpu': '500m', 'memory': '512Mi'},
                                               'defaultRequest': {'cpu': '100m'}}]
-    with pytest.raises(ValueError, match='container default may only set cpu and memory, not gpu'):
+    with pytest.raises(ValueError, match='container default may only set cpu, memory, ephemeral-storage, not gpu'):
         seat_model.limit_range_object('user03', {'gpu': '1'})
 
 
