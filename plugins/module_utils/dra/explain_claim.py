@@ -31,7 +31,7 @@ HOLDERS_IN_SENTENCE = 3
 
 
 # Why a node is closed to the pod because of the pod's own spec (dra/placement.py node_blocker): the pod can change it.
-POD_BLOCKERS = ("not the pod's nodeName", "not selected by the pod's nodeSelector")
+POD_BLOCKERS = ("not the pod's nodeName", "not selected by the pod's nodeSelector", "not selected by the pod's node affinity")
 
 
 def _finding(reason, cause, verdict=None, advice=None, holders=()):
@@ -81,8 +81,11 @@ class ClaimExplanation:
             'allocatable': allocatable, 'reason': reason, 'requests': self.rows,
             'not_modeled': sorted(set(self.not_modeled)),
         }
+        gates = [g.get('name') for g in ((self.pod or {}).get('spec') or {}).get('schedulingGates') or []]
+        gated = ('%s/%s' % (self.ns, object_meta(self.pod).get('name')), gates) if gates else None
         out.update(diagnose(reason, cause, advice=finding.get('advice'), verdict=finding.get('verdict'),
-                            holders=finding.get('holders') or (), has_pod=self.pod is not None, now=self.x.now))
+                            holders=finding.get('holders') or (), has_pod=self.pod is not None, now=self.x.now,
+                            gated=gated))
         out.update(extra)
         return out
 
@@ -141,8 +144,9 @@ class ClaimExplanation:
             if constraint.get('distinctAttribute'):
                 self.not_modeled.append('distinctAttribute constraints')
         self.not_modeled.extend(self.x.device_features_not_modeled)
-        if self.pod is not None and ((self.pod.get('spec') or {}).get('affinity') or {}).get('nodeAffinity'):
-            self.not_modeled.append('node affinity of the pod')
+        if self.pod is not None and (((self.pod.get('spec') or {}).get('affinity') or {}).get('nodeAffinity') or {}).get(
+                'preferredDuringSchedulingIgnoredDuringExecution'):
+            self.not_modeled.append('preferred node affinity of the pod')
 
     def _plans(self):
         """Per request (and firstAvailable alternative): the devices matching class and selectors."""
