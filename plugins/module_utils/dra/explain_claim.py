@@ -430,8 +430,8 @@ class ClaimExplanation:
                 'no usable node can reach them'
             cause = 'the %s matching %s are on nodes the pod cannot use: %s.' % (len(plan['matching']), noun, why)
             if reasons and all(r.startswith(POD_BLOCKERS) for r in reasons):
-                return _finding('nodes_not_ready', cause, 'never_fits', 'Change the pod: its nodeName or '
-                                'nodeSelector keeps it off the nodes that have these devices.')
+                return _finding('nodes_not_ready', cause, 'never_fits', 'Change the pod: its nodeName, '
+                                'nodeSelector or node affinity keeps it off the nodes that have these devices.')
             return _finding('nodes_not_ready', cause)
         free = per_node(usable, True)
         if plan['mode'] == 'All':

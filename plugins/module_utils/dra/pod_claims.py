@@ -32,6 +32,8 @@ VERDICT = 'claim_missing'
 CLAIM_MAKING_SECONDS = 10
 # The reason of the Event the resource claim controller writes on a pod whose claim it could not make.
 REFUSED_EVENT = 'FailedResourceClaimCreation'
+# What the event recorder puts before the message of an event that stands for several alike.
+COMBINED = '(combined from similar events): '
 # Why a node is closed to a pod because of the pod's own spec (placement.node_blocker): the pod can change it.
 POD_BLOCKERS = ("not the pod's nodeName", "not selected by the pod's nodeSelector", "not selected by the pod's node affinity")
 # The names of a namespace's claims (or templates) a sentence lists, the closest first.
@@ -196,7 +198,8 @@ def _refusal(events, pod):
     if not found:
         return None
     newest = max(found, key=event_time)
-    return (newest.get('message') or newest.get('note') or '').strip() or None
+    message = (newest.get('message') or newest.get('note') or '').strip()
+    return message[len(COMBINED):] if message.startswith(COMBINED) else message or None
 
 
 def refused_claims(pods, claims, templates, events=(), now=None):

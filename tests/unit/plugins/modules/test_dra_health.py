@@ -120,6 +120,10 @@ def test_reads_every_list_and_pages_events():
     # read in parallel: any order
     assert sorted(paths) == sorted([entry[1] for entry in dra_collect.LIST_PATHS] + [dra_collect.TAINT_RULES_PATH])
     event_calls = [query for kind, path, query in client.calls if path == '/api/v1/events']
+    # The FailedResourceClaimCreation events are read apart (one page: none in the fixture).
+    assert [q for q in event_calls if q['fieldSelector'] == 'reason=FailedResourceClaimCreation'] == [
+        {'fieldSelector': 'reason=FailedResourceClaimCreation', 'limit': 500}]
+    event_calls = [q for q in event_calls if q['fieldSelector'] != 'reason=FailedResourceClaimCreation']
     assert len(event_calls) == 2  # two FailedScheduling events, one per page
     assert all(q['fieldSelector'] == 'reason=FailedScheduling' and q['limit'] == 500 for q in event_calls)
     assert [q.get('continue') for q in event_calls] == [None, '1']
@@ -251,7 +255,8 @@ def test_snapshot_is_written_from_the_same_read_and_only_again_when_the_board_ch
     assert board['summary']['devices'] == 24
     # One read of each kind for the report and the board together.
     paths = [call[1] for call in client.calls]
-    assert '/api/v1/pods' in paths and '/api/v1/events' in paths and len(paths) == len(set(paths)), paths
+    # (events twice: FailedScheduling and FailedResourceClaimCreation, each read by its reason)
+    assert '/api/v1/pods' in paths and paths.count('/api/v1/events') == 2 and len(paths) == len(set(paths)) + 1, paths
     before = dest.read_bytes()
     code, result = run_at({'snapshot_dest': str(dest)}, FakeClient('healthy'), '2026-10-28T10:05:00Z')
     assert code == 0 and result['changed'] is False and result['snapshot']['generated'] == NOW
