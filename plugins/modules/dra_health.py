@@ -20,10 +20,10 @@ description:
     (label C(dralab.workshop/seat) on the namespace) and its age.
   - Each problem comes with a reason that says what is wrong and what to do. Problem types are
     C(node_missing_slice), C(device_count_short), C(node_not_ready), C(pool_inconsistent),
-    C(claim_reserved_for_missing_pod), C(claim_allocated_unused), C(claim_pending), C(pod_claim_missing) (a pod
-    waits for a claim or template its namespace does not have), C(device_double_allocated), C(claim_device_unknown),
-    with O(seat_kubeconfig_dir) C(seat_token_expiring), and with O(etcd_quota_bytes) C(etcd_storage_full) and
-    C(etcd_writes_failing).
+    C(claim_reserved_for_missing_pod), C(claim_allocated_unused), C(claim_pending), C(pod_claim_missing) (a pod waits
+    for a claim or template its namespace does not have), C(pod_claim_refused) (the API refused its claim from a
+    template), C(pod_claim_unreachable) (its claim is on nodes it cannot go to), C(device_double_allocated),
+    C(claim_device_unknown), with O(seat_kubeconfig_dir) C(seat_token_expiring), with O(etcd_quota_bytes) C(etcd_storage_full), C(etcd_writes_failing).
   - The lab is unhealthy when at least one problem has severity C(error); warnings (pending claims,
     NotReady nodes, stale slices of an older generation) do not make it unhealthy.
   - A pending claim is explained from the published devices (module_utils dra/explain.py) and diagnosed
@@ -439,9 +439,9 @@ problems:
       type: str
       returned: for claim_pending problems
     verdict:
-      description: For C(claim_pending) (see C(claims[].verdict)) and C(pod_claim_missing) (V(claim_missing)).
+      description: For C(claim_pending) (see C(claims[].verdict)) and C(pod_claim_*) problems; see docs/diagnosis.md.
       type: str
-      returned: for claim_pending and pod_claim_missing problems
+      returned: for claim_pending and pod_claim_* problems
     scheduler_said:
       description: For C(claim_pending), what the scheduler said about the pod, or null (printed apart by RV(report_lines)).
       type: str

@@ -1,6 +1,6 @@
 """What a seat can learn about the lab: its claims, templates and pods, the devices, the occupancy, the explainer's
-answer (with its diagnosis, plugins/module_utils/dra/diagnosis.py), its pods that wait for a claim that does not
-exist."""
+answer (with its diagnosis, plugins/module_utils/dra/diagnosis.py), its pods that wait for a claim no pending claim
+tells of (one that does not exist, one the API refused to make, one on a node the pod cannot go to)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import scheduler_message
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims import missing_claims
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims import pods_waiting as waiting_pods
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
 
-from .api import Api
+from .api import Api, Refusal
 from .occupancy import counts_outside, read_occupancy
 from .settings import Settings
 
@@ -30,6 +30,7 @@ class SeatView:
     templates: list[dict] | None = None  # the seat's ResourceClaimTemplates (None: not read)
     # Whether the occupancy counts the devices in use outside the seats (False: an older reaper wrote it).
     occupancy_outside: bool = True
+    events: list[dict] = field(default_factory=list)  # the seat's Events (why a claim from a template was refused)
 
     def claim(self, name: str) -> dict | None:
         return next((c for c in self.claims if c["metadata"]["name"] == name), None)
@@ -75,6 +76,10 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
         view.nodes = api.items("listing the nodes", "/api/v1/nodes")
         view.quotas = api.items("reading your quota", api.ns_path("resourcequotas"))
         view.templates = api.items("listing your claim templates", api.ns_path("resourceclaimtemplates"))
+        try:
+            view.events = api.items("reading your events", api.ns_path("events"))
+        except Refusal:
+            view.events = []  # only the refusal's words are lost: the pod is reported without them
         configmap = api.call("reading the lab's occupancy board", "GET",
                              api.ns_path("configmaps", settings.occupancy), missing_ok=True)
         view.occupancy = read_occupancy(configmap)
@@ -109,8 +114,9 @@ def scheduler_said(view: SeatView, claim: dict) -> str | None:
 
 
 def pods_waiting(view: SeatView) -> list[dict]:
-    """The seat's pods that wait for a claim or template that does not exist (dra/pod_claims.py findings)."""
-    return missing_claims(view.pods, view.claims, view.templates)
+    """The seat's pods that wait for a claim that does not exist, that the API refused to make, or that is on a node
+    they cannot go to (dra/pod_claims.py findings)."""
+    return waiting_pods(view.pods, view.claims, view.templates, view.nodes, view.events)
 
 
 def users_of(view: SeatView, claim: dict) -> list[dict]:

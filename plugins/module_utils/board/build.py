@@ -44,6 +44,7 @@ def build(objects, now=None, board=None, report_events=True, lease_max=None, **o
     """
     now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
     lists = dict((kind, list(objects.get(kind) or [])) for kind in OBJECT_KINDS)
+    lists['events'] += list(objects.get('claim_events') or [])  # the board's watch reads them apart (collect merges)
     templates = lists['claim_templates'] if objects.get('claim_templates') is not None else None
     cluster = dict((kind, lists[kind]) for kind in OBJECT_KINDS if kind not in ('events', 'claim_templates'))
     if board is not None:

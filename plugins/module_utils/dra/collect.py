@@ -35,8 +35,11 @@ EVENTS_PATH = '/api/v1/events'
 # Served only with the DRADeviceTaintRules gate and resource.k8s.io/v1alpha3 (feature device_taints).
 TAINT_RULES_PATH = '/apis/resource.k8s.io/v1alpha3/devicetaintrules'
 EVENTS_QUERY = {'fieldSelector': 'reason=FailedScheduling'}
+# Why the resource claim controller could not make a pod's claim from its template (dra/pod_claims.py refused_claims);
+# read apart (a field selector matches one reason) and given with the events.
+CLAIM_EVENTS_QUERY = {'fieldSelector': 'reason=FailedResourceClaimCreation'}
 # The reads that may fail without failing collect(), with their queries.
-OPTIONAL = {'device_taint_rules': None, 'events': EVENTS_QUERY}
+OPTIONAL = {'device_taint_rules': None, 'events': EVENTS_QUERY, 'claim_events': CLAIM_EVENTS_QUERY}
 # What the DRA model, the explainer and the board never read, dropped from each object as it is read.
 POD_SPEC_UNUSED = ('initContainers', 'ephemeralContainers', 'volumes', 'securityContext',
                    'dnsConfig', 'hostAliases', 'readinessGates', 'os', 'overhead')
@@ -79,7 +82,7 @@ def slim_pod(pod):
 
 def collect(client, include_events=True):
     """Read DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates, Pods, Nodes, Namespaces, the
-    DeviceTaintRules where the API serves them (and FailedScheduling events).
+    DeviceTaintRules where the API serves them (and the FailedScheduling and FailedResourceClaimCreation events).
 
     client is a KubeClient (or anything with its list_items(path, query=None)).
 
@@ -97,7 +100,7 @@ def collect(client, include_events=True):
     # The largest lists first, so they start at once.
     order = sorted(LIST_PATHS, key=lambda entry: entry[0] not in ('pods', 'claims'))
     read_list = order + [('device_taint_rules', TAINT_RULES_PATH)] + (
-        [('events', EVENTS_PATH)] if include_events else [])
+        [('events', EVENTS_PATH), ('claim_events', EVENTS_PATH)] if include_events else [])
     data = {'events': []}
     warnings = []
     for key, items, exc in parallel_map(read, read_list):
@@ -108,9 +111,13 @@ def collect(client, include_events=True):
             if exc.status != 404:  # 404: the lab does not serve them (no device_taints feature)
                 warnings.append('Could not read DeviceTaintRules (%s); only the taints the drivers publish are '
                                 'reported.' % exc)
+        elif key == 'claim_events':
+            warnings.append('Could not read FailedResourceClaimCreation events (%s); a pod whose claim the API '
+                            'refused to make is reported without the refusal\'s words.' % exc)
         else:
             warnings.append('Could not read FailedScheduling events (%s); pending claims are explained from the '
                             'pods\' PodScheduled conditions only. Set include_events=false to skip this read.' % exc)
+    data['events'] = data['events'] + data.pop('claim_events', [])
     data['warnings'] = warnings
     return data
 

@@ -28,6 +28,9 @@ VERDICTS = {
     'over_quota': ('change', 'is over the quota'),
     'undecided': ('wait', 'is undecided'),
     'claim_missing': ('change', 'waits for a claim that does not exist'),
+    'refused': ('change', 'waits for a claim the API refused to make'),
+    'claim_elsewhere': ('change', "cannot go where its claim's devices are"),
+    'gated': ('wait', 'waits for its scheduling gates'),
 }
 
 # The verdict of each reason code of dra/explain.py REASONS; None: whether the claim fits once the devices in use
@@ -62,6 +65,9 @@ FITS_NOW = 'Wait a few seconds: the scheduler allocates it at its next try.'
 FITS_WITHOUT_POD = 'It gets its devices when a pod uses it; no pod does yet.'
 NO_POD = 'No pod uses this claim yet: the scheduler allocates a claim only for a pod.'
 OUTSIDE_SEATS = 'in use outside the seats'
+# A pod with spec.schedulingGates is not tried by the scheduler at all until they are removed (by whoever added them).
+GATED = ('The scheduler does not try pod %s while it has the scheduling gate%s %s: whoever added %s (a queue such '
+         'as Kueue, an operator) removes %s when the pod may start; ask the instructor if %s stay%s.')
 
 # The holders a sentence names; the others are counted.
 HOLDERS_IN_SENTENCE = 3
@@ -104,15 +110,26 @@ def wait_advice(holders, now=None):
         first['lease_until'], first['claim'])
 
 
-def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True, now=None):
+def gated_advice(pod_ref, gates):
+    """What a claim whose pod has scheduling gates waits for."""
+    many = len(gates) > 1
+    return GATED % (pod_ref, 's' if many else '', ', '.join(gates), 'them' if many else 'it', 'them' if many else 'it',
+                    'they' if many else 'it', '' if many else 's')
+
+
+def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True, now=None, gated=None):
     """The diagnosis of a claim: verdict, action, headline, cause, advice and the sentence of both.
 
     reason: a reason code of REASON_VERDICTS; cause: the explainer's sentence; advice / verdict: the explainer's
     own when it knows better than the reason code; holders: who holds the devices a waiting claim waits for
-    (the explainer's holder rows); has_pod: whether a pod uses the claim; now: aware datetime (a lease that ended).
+    (the explainer's holder rows); has_pod: whether a pod uses the claim; now: aware datetime (a lease that ended);
+    gated: (pod namespace/name, [scheduling gate names]) of the claim's pod when it has gates: a claim that would
+    fit (now or once devices are free) waits for them, as the scheduler does not try the pod before.
     """
     verdict = verdict or REASON_VERDICTS.get(reason) or 'undecided'
     holders = list(holders)
+    if gated and gated[1] and verdict in ('fits_now', 'waits', 'undecided'):
+        verdict, advice = 'gated', gated_advice(*gated)
     if advice is None:
         if verdict == 'waits':
             advice = wait_advice(holders, now)

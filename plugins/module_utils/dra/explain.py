@@ -19,7 +19,7 @@ the current state:
 - one node for the whole claim: node-local slices, nodeSelector / allNodes
   slices, node readiness, unschedulable nodes and NoSchedule/NoExecute taints
   (tolerated only by what the consumer pod tolerates), the consumer pod's
-  nodeName and nodeSelector;
+  nodeName, nodeSelector and required node affinity;
 - for a claim not created yet (no uid), the namespace's ResourceQuota.
 
 - shared devices (allowMultipleAllocations, consumable capacity): a shared
@@ -32,7 +32,7 @@ the current state:
 Not modeled (listed in every answer under `not_modeled` when it matters):
 partitionable devices (consumesCounters), the rounding of capacity requests to
 a requestPolicy's step, two requests of one claim sharing one device,
-distinctAttribute constraints, node affinity, CPU/memory fit of the pod and CEL
+distinctAttribute constraints, preferred node affinity, CPU/memory fit of the pod and CEL
 functions dra_cel does not evaluate.
 """
 

@@ -34,7 +34,7 @@ SEARCH_LIMIT = 200000
 
 
 # Why a node is closed to the pod because of the pod's own spec (dra/placement.py node_blocker): the pod can change it.
-POD_BLOCKERS = ("not the pod's nodeName", "not selected by the pod's nodeSelector")
+POD_BLOCKERS = ("not the pod's nodeName", "not selected by the pod's nodeSelector", "not selected by the pod's node affinity")
 
 
 def _finding(reason, cause, verdict=None, advice=None, holders=()):
@@ -84,8 +84,11 @@ class ClaimExplanation:
             'allocatable': allocatable, 'reason': reason, 'requests': self.rows,
             'not_modeled': sorted(set(self.not_modeled)),
         }
+        gates = [g.get('name') for g in ((self.pod or {}).get('spec') or {}).get('schedulingGates') or []]
+        gated = ('%s/%s' % (self.ns, object_meta(self.pod).get('name')), gates) if gates else None
         out.update(diagnose(reason, cause, advice=finding.get('advice'), verdict=finding.get('verdict'),
-                            holders=finding.get('holders') or (), has_pod=self.pod is not None, now=self.x.now))
+                            holders=finding.get('holders') or (), has_pod=self.pod is not None, now=self.x.now,
+                            gated=gated))
         out.update(extra)
         return out
 
@@ -144,8 +147,9 @@ class ClaimExplanation:
             if constraint.get('distinctAttribute'):
                 self.not_modeled.append('distinctAttribute constraints')
         self.not_modeled.extend(self.x.device_features_not_modeled)
-        if self.pod is not None and ((self.pod.get('spec') or {}).get('affinity') or {}).get('nodeAffinity'):
-            self.not_modeled.append('node affinity of the pod')
+        if self.pod is not None and (((self.pod.get('spec') or {}).get('affinity') or {}).get('nodeAffinity') or {}).get(
+                'preferredDuringSchedulingIgnoredDuringExecution'):
+            self.not_modeled.append('preferred node affinity of the pod')
 
     def _plans(self):
         """Per request (and firstAvailable alternative): the devices matching class and selectors."""
@@ -429,8 +433,8 @@ class ClaimExplanation:
                 'no usable node can reach them'
             cause = 'the %s matching %s are on nodes the pod cannot use: %s.' % (len(plan['matching']), noun, why)
             if reasons and all(r.startswith(POD_BLOCKERS) for r in reasons):
-                return _finding('nodes_not_ready', cause, 'never_fits', 'Change the pod: its nodeName or '
-                                'nodeSelector keeps it off the nodes that have these devices.')
+                return _finding('nodes_not_ready', cause, 'never_fits', 'Change the pod: its nodeName, '
+                                'nodeSelector or node affinity keeps it off the nodes that have these devices.')
             return _finding('nodes_not_ready', cause)
         free = per_node(usable, True)
         if plan['mode'] == 'All':

@@ -46,7 +46,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
     physical_cards,
     taint_text,
 )
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims import missing_claims
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims import pods_waiting
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import device_label, join_names, plural
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import condition, object_meta, object_name, object_namespace
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, format_age, parse_duration, parse_time
@@ -82,6 +82,8 @@ PROBLEM_TYPES = (
     'device_capacity_exceeded',
     'device_tainted',
     'pod_claim_missing',
+    'pod_claim_refused',
+    'pod_claim_unreachable',
 )
 
 
@@ -523,7 +525,9 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
     explanations: {"namespace/name": dra_explain result} for pending claims; each claim_pending problem then
     says the explainer's diagnosis (dra/diagnosis.py), the scheduler's text kept apart in scheduler_said.
     claim_templates: the ResourceClaimTemplates (None: not read, so pods are not judged on them); a pod that waits
-    for a claim or template that does not exist is a pod_claim_missing warning (dra/pod_claims.py).
+    for a claim or template that does not exist is a pod_claim_missing warning, one whose claim from a template the
+    API refused to make pod_claim_refused (with the refusal of the controller's event), one whose claim is
+    allocated on nodes it cannot go to pod_claim_unreachable (dra/pod_claims.py).
     """
     now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
     stale_after = parse_duration(stale_claim_age)
@@ -542,11 +546,15 @@ def analyze(device_classes=None, slices=None, claims=None, pods=None, nodes=None
     _check_double_allocations(index, allocations, problems)
     shared_rows = _check_shared_devices(index, allocations, problems)
     taint_rows = _check_taints(index, device_taint_rules or [], problems)
-    for found in missing_claims(pods, claims, claim_templates):
-        problems.append(_problem('pod_claim_missing', WARNING, 'Pod %s/%s' % (found['namespace'], found['pod']),
+    for found in pods_waiting(pods, claims, claim_templates, nodes, events, now):
+        extra = {'pod_claim_missing': dict(missing_kind=found.get('kind'), missing=found.get('missing'),
+                                           elsewhere=found.get('elsewhere')),
+                 'pod_claim_refused': dict(template=found.get('template'), refusal=found.get('refusal')),
+                 'pod_claim_unreachable': dict(claim=found.get('claim'), nodes=found.get('nodes'),
+                                               claim_holders=found.get('holders'))}[found['problem']]
+        problems.append(_problem(found['problem'], WARNING, 'Pod %s/%s' % (found['namespace'], found['pod']),
                                  found['sentence'], namespace=found['namespace'], name=found['pod'],
-                                 missing_kind=found['kind'], missing=found['missing'], elsewhere=found['elsewhere'],
-                                 verdict=found['verdict'], action=found['action']))
+                                 verdict=found['verdict'], action=found['action'], **extra))
 
     expected_set = set(expected)
     published_keys = set()

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where a claim's pod may run: node selectors (nodeSelector terms of slices and pods), node readiness,
-unschedulable nodes and the NoSchedule/NoExecute taints the pod does not tolerate."""
+"""Where a claim's pod may run: node selectors (nodeSelector terms of slices and pods, the pod's required node
+affinity), node readiness, unschedulable nodes and the NoSchedule/NoExecute taints the pod does not tolerate."""
 
 from __future__ import annotations
 
@@ -101,4 +101,8 @@ def node_blocker(node, pod=None):
         for key, value in (pod_spec.get('nodeSelector') or {}).items():
             if str(labels.get(key)) != str(value) or key not in labels:
                 return 'not selected by the pod\'s nodeSelector %s=%s' % (key, value)
+        required = ((pod_spec.get('affinity') or {}).get('nodeAffinity') or {}).get(
+            'requiredDuringSchedulingIgnoredDuringExecution')
+        if required and not node_selector_matches(required, node):
+            return 'not selected by the pod\'s node affinity'
     return None

@@ -164,7 +164,7 @@ def test_the_problems_are_dra_healths(broken):
     report = dra_health.analyze(now=NOW, **broken)
     assert [(p['severity'], p['type'], p['object'], text(board, p['reason'])[:40]) for p in board['problems']] == \
         [(p['severity'], p['type'], p['object'], p['reason'][:40]) for p in report['problems']]
-    assert (board['summary']['errors'], board['summary']['warnings']) == (10, 6) and not board['healthy']
+    assert (board['summary']['errors'], board['summary']['warnings']) == (10, 7) and not board['healthy']
     # The node that publishes nothing still has its section (with no tile).
     node3 = next(n for n in board['nodes'] if n['name'] == 'node3')
     assert node3['devices'] == [] and node3['expected'] == 8

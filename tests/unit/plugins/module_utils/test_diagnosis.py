@@ -207,3 +207,40 @@ def test_holder_phrases_are_what_the_board_finds_its_ages_in():
     assert diagnosis.holder_phrase(other) == ('gpu-3 on node1 in use outside the seats for ', 'unknown time', '')
     many = [copy.deepcopy(seat) for _seat in range(5)]
     assert diagnosis.holders_text(many).endswith(', and 2 more')
+
+
+def gated_pod(target, gates=('example.com/queue',)):
+    """A pod the scheduler has not tried: it has scheduling gates (no PodScheduled condition)."""
+    pod = pod_for(target)
+    pod['spec']['schedulingGates'] = [{'name': g} for g in gates]
+    pod['status'] = {'phase': 'Pending'}
+    return pod
+
+
+def test_a_gated_pod_waits_for_its_gates_whether_its_claim_fits_now_or_waits(lab):
+    target = claim('gated')
+    for claims in (lab['claims'], fill_lab(lab)):
+        answer = explain(lab, target, claims=claims, pods=[gated_pod(target)])
+        assert (answer['verdict'], answer['action'], answer['headline']) == ('gated', 'wait', 'waits for its scheduling gates')
+        assert answer['advice'] == ('The scheduler does not try pod user05/train-1 while it has the scheduling gate '
+                                    'example.com/queue: whoever added it (a queue such as Kueue, an operator) removes it '
+                                    'when the pod may start; ask the instructor if it stays.'), answer['advice']
+    two = explain(lab, target, pods=[gated_pod(target, ('a', 'b'))])
+    assert 'the scheduling gates a, b: whoever added them' in two['advice'] and two['advice'].endswith('if they stay.')
+    # Without the gate, the same claim fits now; a gated claim that never fits still never fits.
+    assert explain(lab, target, pods=[pod_for(target)])['verdict'] == 'fits_now'
+    big = claim('big', requests=[request(selectors=[MEMORY % '100Gi'])])
+    assert explain(lab, big, pods=[gated_pod(big)])['verdict'] == 'never_fits'
+
+
+def test_a_pod_whose_node_affinity_matches_no_node_never_fits_and_is_told_to_change(lab):
+    target = claim('nowhere')
+    pod = pod_for(target)
+    pod['spec']['affinity'] = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [
+        {'matchExpressions': [{'key': 'dralab.test/zone', 'operator': 'In', 'values': ['nowhere']}]}]}}}
+    answer = explain(lab, target, pods=[pod])
+    assert (answer['verdict'], answer['reason']) == ('never_fits', 'nodes_not_ready')
+    assert "is not selected by the pod's node affinity" in answer['cause']
+    assert answer['advice'] == ('Change the pod: its nodeName, nodeSelector or node affinity keeps it off the nodes '
+                                'that have these devices.')
+    assert 'preferred node affinity of the pod' not in answer['not_modeled']

@@ -147,7 +147,7 @@ def test_broken_summary_and_counts(broken):
         'driver': 'gpu.example.com', 'nodes_expected': 4, 'nodes_publishing': 3, 'nodes_complete': 2,
         'devices_expected': 32, 'devices_published': 22, 'devices_allocated': 10, 'devices_free': 14, 'claims_total': 16, 'claims_pending': 4,
         'claims_allocated': 12, 'claims_reserved': 10, 'devices_shared': 3, 'devices_tainted': 0, 'errors': 10,
-        'warnings': 6,
+        'warnings': 7,
     }
     counts = {}
     for problem in report['problems']:
@@ -163,14 +163,15 @@ def test_broken_summary_and_counts(broken):
         ('device_double_allocated', 'error'): 1,
         ('node_not_ready', 'warning'): 1,
         ('claim_pending', 'warning'): 4,
+        ('pod_claim_unreachable', 'warning'): 1,
     }
     severities = [p['severity'] for p in report['problems']]
     assert severities == sorted(severities)  # errors first
     # The kubelet plugin checks need plugin_labels (test_driver_plugin_* below); the problems of the DRA features
-    # have their tests in test_dra_model_features.py, pods waiting for a missing claim in test_pod_claims.py; every
+    # have their tests in test_dra_model_features.py, pods waiting for a missing or refused claim in test_pod_claims.py; every
     # other type occurs here.
     assert set(p['type'] for p in report['problems']) == set(dra_health.PROBLEM_TYPES) - set(PLUGIN_TYPES) - {
-        'device_capacity_exceeded', 'device_tainted', 'pod_claim_missing'}
+        'device_capacity_exceeded', 'device_tainted', 'pod_claim_missing', 'pod_claim_refused'}
 
 
 def test_node_rows(broken):

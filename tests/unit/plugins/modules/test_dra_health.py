@@ -45,17 +45,17 @@ def test_unhealthy_lab_fails_with_the_reasons():
     assert code == 1
     assert result['failed'] is True
     assert result['healthy'] is False
-    assert result['msg'].startswith('The DRA lab is unhealthy: 10 error(s), 6 warning(s): ')
+    assert result['msg'].startswith('The DRA lab is unhealthy: 10 error(s), 7 warning(s): ')
     assert ('ResourceClaim user07/gpu-claim: claim user07/gpu-claim is reserved for pod user07/train-1 which no '
             'longer exists') in result['msg']
     assert 'Node node3: node node3 publishes no ResourceSlice' in result['msg']
     assert 'claim_pending' not in result['msg'] and 'user16' not in result['msg']  # warnings are not listed
     # The report is returned with the failure.
     assert result['summary']['errors'] == 10
-    assert len(result['problems']) == 16
+    assert len(result['problems']) == 17
     assert len(result['claims']) == 16
     lines = result['report_lines']
-    assert lines[0] == 'DRA lab UNHEALTHY: 10 error(s), 6 warning(s)'
+    assert lines[0] == 'DRA lab UNHEALTHY: 10 error(s), 7 warning(s)'
     assert lines[1] == 'Devices (gpu.example.com): %d/%d published on %d/%d nodes, %d allocated, %d free' % tuple(
         result['summary'][key] for key in ('devices_published', 'devices_expected', 'nodes_publishing',
                                            'nodes_expected', 'devices_allocated', 'devices_free'))
@@ -65,8 +65,8 @@ def test_unhealthy_lab_fails_with_the_reasons():
     problems = [line for line in lines[lines.index('Problems:') + 1:] if line.startswith('  ERROR ') or
                 line.startswith('  WARNING ')]
     # Two pending claims' pods were turned down by the scheduler: its words follow each on a line of their own.
-    assert len(lines) - lines.index('Problems:') - 1 == 16 + 2
-    assert len(problems) == 16 and problems[0].startswith('  ERROR ')
+    assert len(lines) - lines.index('Problems:') - 1 == 17 + 2
+    assert len(problems) == 17 and problems[0].startswith('  ERROR ')
     assert '  ERROR Node node3: node node3 publishes no ResourceSlice for driver gpu.example.com' in \
         [line[:len('  ERROR Node node3: node node3 publishes no ResourceSlice for driver gpu.example.com')]
          for line in problems]
@@ -80,7 +80,7 @@ def test_unhealthy_lab_only_warns_when_told():
     assert result['changed'] is False
     [warning] = [w for w in result['warnings'] if w.startswith('The DRA lab is unhealthy')]
     assert warning == (
-        'The DRA lab is unhealthy: 10 error(s), 6 warning(s): Node node2, Node node3, ResourcePool gpu.example.com/node1, '
+        'The DRA lab is unhealthy: 10 error(s), 7 warning(s): Node node2, Node node3, ResourcePool gpu.example.com/node1, '
         'ResourceClaim user07/gpu-claim, ResourceClaim user08/gpu-claim, ResourceClaim user09/gpu-claim, '
         'ResourceClaim user15/gpu-claim, ResourceClaim user20/gpu-claim, ResourceClaim user22/gpu-claim, '
         'Device gpu.example.com/node2/gpu-2. The reasons and what to do are in the returned problems.')
@@ -120,6 +120,10 @@ def test_reads_every_list_and_pages_events():
     # read in parallel: any order
     assert sorted(paths) == sorted([entry[1] for entry in dra_collect.LIST_PATHS] + [dra_collect.TAINT_RULES_PATH])
     event_calls = [query for kind, path, query in client.calls if path == '/api/v1/events']
+    # The FailedResourceClaimCreation events are read apart (one page: none in the fixture).
+    assert [q for q in event_calls if q['fieldSelector'] == 'reason=FailedResourceClaimCreation'] == [
+        {'fieldSelector': 'reason=FailedResourceClaimCreation', 'limit': 500}]
+    event_calls = [q for q in event_calls if q['fieldSelector'] != 'reason=FailedResourceClaimCreation']
     assert len(event_calls) == 2  # two FailedScheduling events, one per page
     assert all(q['fieldSelector'] == 'reason=FailedScheduling' and q['limit'] == 500 for q in event_calls)
     assert [q.get('continue') for q in event_calls] == [None, '1']
@@ -251,7 +255,8 @@ def test_snapshot_is_written_from_the_same_read_and_only_again_when_the_board_ch
     assert board['summary']['devices'] == 24
     # One read of each kind for the report and the board together.
     paths = [call[1] for call in client.calls]
-    assert '/api/v1/pods' in paths and '/api/v1/events' in paths and len(paths) == len(set(paths)), paths
+    # (events twice: FailedScheduling and FailedResourceClaimCreation, each read by its reason)
+    assert '/api/v1/pods' in paths and paths.count('/api/v1/events') == 2 and len(paths) == len(set(paths)) + 1, paths
     before = dest.read_bytes()
     code, result = run_at({'snapshot_dest': str(dest)}, FakeClient('healthy'), '2026-10-28T10:05:00Z')
     assert code == 0 and result['changed'] is False and result['snapshot']['generated'] == NOW
