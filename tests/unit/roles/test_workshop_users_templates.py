@@ -206,19 +206,38 @@ def workshop_users_role_vars():
 
 def test_sshd_dropin_only_matches_the_seat_group():
     settings = workshop_users_role_vars()
-    settings['workshop_users_sshd_global_settings'] = {'MaxStartups': '100:30:300'}
+    settings['workshop_users_sshd_global_settings'] = {'MaxStartups': '100:30:300', 'PerSourceMaxStartups': '40',
+                                                      'PerSourceNetBlockSize': '32:128'}
     text = render_role_template('workshop_users', 'sshd-seats.conf.j2', settings)
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith('#')]
-    # Only MaxStartups holds for every login (the rush of a workshop's first minute), before the Match block.
-    assert lines[:2] == ['MaxStartups 100:30:300', 'Match Group workshop-seats']
-    lines = lines[1:]
+    # Only the pre-authentication slots hold for every login (the rush of a workshop's first minute, and one source
+    # holding at most its share of them), before the Match block.
+    assert lines[:4] == ['MaxStartups 100:30:300', 'PerSourceMaxStartups 40', 'PerSourceNetBlockSize 32:128',
+                         'Match Group workshop-seats']
+    lines = lines[3:]
     # Every other setting sits inside the Match block (indented), none applies to other accounts.
     assert all(line.startswith('    ') for line in lines[1:])
     stripped = [line.strip() for line in lines[1:]]
-    assert stripped == ['%s %s' % item for item in settings['workshop_users_sshd_seat_settings'].items()]
+    assert [line.split()[0] for line in stripped] == list(settings['workshop_users_sshd_seat_settings'])
+    assert 'MaxAuthTries 3' in stripped and 'MaxSessions 4' in stripped
     for needed in ('PasswordAuthentication yes', 'AuthorizedKeysFile none', 'DisableForwarding yes',
                    'AllowTcpForwarding no', 'PermitTunnel no', 'X11Forwarding no', 'AllowAgentForwarding no'):
         assert needed in stripped
+
+
+def test_sshd_pre_authentication_slots_per_source_are_below_the_start_of_max_startups():
+    """One source (a laptop opening hundreds of idle connections to port 22) may hold fewer unauthenticated
+    connections than sshd starts dropping at: every other address keeps slots, the instructor's included."""
+    defaults = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'defaults' / 'main.yml').read_text())
+    global_settings = workshop_users_role_vars()['workshop_users_sshd_global_settings']
+    assert global_settings['PerSourceMaxStartups'] == '{{ workshop_users_sshd_per_source_max_startups }}'
+    assert global_settings['PerSourceNetBlockSize'] == '{{ workshop_users_sshd_per_source_net_block_size }}'
+    start = int(defaults['workshop_users_sshd_max_startups'].split(':')[0])
+    per_source = defaults['workshop_users_sshd_per_source_max_startups']
+    assert 0 < per_source < start
+    # The 72-seat rush logs in from one address with 36 logins at a time (tests/lab/test_rush.py).
+    assert per_source >= 36
+    assert defaults['workshop_users_sshd_per_source_net_block_size'] == '32:128'
 
 
 def test_seat_slice_limits():
