@@ -207,7 +207,7 @@ def workshop_users_role_vars():
 def test_sshd_dropin_only_matches_the_seat_group():
     settings = workshop_users_role_vars()
     settings['workshop_users_sshd_global_settings'] = {'MaxStartups': '100:30:300', 'PerSourceMaxStartups': '40',
-                                                      'PerSourceNetBlockSize': '32:128'}
+                                                       'PerSourceNetBlockSize': '32:128'}
     text = render_role_template('workshop_users', 'sshd-seats.conf.j2', settings)
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith('#')]
     # Only the pre-authentication slots hold for every login (the rush of a workshop's first minute, and one source

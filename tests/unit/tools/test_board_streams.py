@@ -11,6 +11,7 @@ import time
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from dralab_board import server
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
