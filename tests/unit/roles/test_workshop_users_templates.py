@@ -142,7 +142,8 @@ def test_a_run_for_some_seats_converges_only_theirs_and_keeps_the_others_as_seat
     block = linux[0]['block']
     accounts = dict(('user%02d' % n, ['x', str(1000 + n), str(1000 + n), 'dralab.workshop seat', '/h', '/bin/bash'])
                     for n in (1, 3, 5, 7))
-    variables.update(ansible_facts={'getent_passwd': accounts})
+    variables.update(ansible_facts={'getent_passwd': accounts,
+                                    'getent_group': {'workshop-seats': ['x', '999', 'user01,user03,user05,user07']}})
     find = next(task for task in block if task['name'].startswith('Find the seat accounts of this host'))
     variables.update(find['vars'])
     assert template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
@@ -181,23 +182,52 @@ def test_a_seat_moved_away_is_removed_only_where_the_role_made_it():
     linux = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'linux.yml').read_text())
     block = linux[0]['block']
     find = next(task for task in block if task['name'].startswith('Find the seat accounts of this host'))
+    # user02's comment is what its own chfn made of it: the role still knows it by its group.
     accounts = {'user01': ['x', '1001', '1001', 'dralab.workshop seat', '/home/seats/user01', '/bin/bash'],
-                'user02': ['x', '1002', '1002', 'dralab.workshop seat', '/home/seats/user02', '/bin/bash'],
-                'user03': ['x', '1003', '1003', 'Someone else', '/home/user03', '/bin/bash'],
+                'user02': ['x', '1002', '1002', 'dralab.workshop seat,101,,', '/home/seats/user02', '/bin/bash'],
+                'user03': ['x', '1003', '1003', 'dralab.workshop seat', '/home/user03', '/bin/bash'],
                 'other': ['x', '1004', '1004', 'dralab.workshop seat', '/home/other', '/bin/bash']}
+    groups = {'workshop-seats': ['x', '999', 'user01,user02,other']}
     variables = with_role_vars(workshop_users_seat_names=['user01', 'user02', 'user03', 'user04'],
-                               inventory_hostname='login1', ansible_facts={'getent_passwd': accounts},
-                               **LOGIN_HOSTS)
+                               inventory_hostname='login1',
+                               ansible_facts={'getent_passwd': accounts, 'getent_group': groups}, **LOGIN_HOSTS)
     variables.update(find['vars'])
     found = template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
                            variables)
-    # user02 belongs to login2 and was made by the role; user03 was not (another comment); "other" is no seat.
+    # user02 belongs to login2 and was made by the role; user03 was not (not in the seat group, whatever its comment
+    # says); "other" is no seat.
     assert found == {'user02': '1002'}
     include = next(task for task in block if task.get('ansible.builtin.include_tasks') == 'moved.yml')
     assert include['when'] == 'workshop_users_moved_accounts | length > 0'
     moved = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'moved.yml').read_text())
     assert moved[0]['ansible.builtin.include_tasks'] == 'handover.yml'
     assert moved[0]['vars']['workshop_users_handover_seats'] == "{{ workshop_users_moved_accounts.keys() | list }}"
+
+
+def foreign_accounts(accounts, groups, seats):
+    linux = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'linux.yml').read_text())
+    check = next(task for task in linux[0]['block'] if task['name'].startswith('Refuse to take over'))
+    variables = with_role_vars(workshop_users_seat_names=seats, inventory_hostname='login1',
+                               ansible_facts={'getent_passwd': accounts, 'getent_group': groups}, **LOGIN_HOSTS)
+    variables.update(check['vars'])
+    return template_value('workshop_users', '{{ workshop_users_foreign_accounts }}', variables)
+
+
+def test_seats_are_known_by_their_group_never_by_the_comment_chfn_edits():
+    """A seat that changed its comment (chfn -r 101: "dralab.workshop seat,101,,") is still a seat; an account that
+    put the comment there itself but is not in the seat group is not; without the group nothing is a seat."""
+    accounts = {'user01': ['x', '1001', '1001', 'dralab.workshop seat,101,,', '/home/seats/user01', '/bin/bash'],
+                'user03': ['x', '1003', '1003', 'dralab.workshop seat', '/home/user03', '/bin/bash']}
+    groups = {'workshop-seats': ['x', '999', 'user01']}
+    assert foreign_accounts(accounts, groups, ['user01', 'user02', 'user03']) == ['user03']
+    assert foreign_accounts(accounts, {}, ['user01', 'user02', 'user03']) == ['user01', 'user03']
+    assert foreign_accounts(accounts, {'workshop-seats': None}, ['user01']) == ['user01']
+    assert foreign_accounts(accounts, {'workshop-seats': ['x', '999', '']}, ['user01']) == ['user01']
+    tasks = REPO / 'roles' / 'workshop_users' / 'tasks'
+    for name in ('linux.yml', 'handover.yml', 'remove.yml'):
+        text = (tasks / name).read_text()
+        assert "'value.3'" not in text, name
+        assert 'workshop_users_group_members' in text and 'database: group' in text, name
 
 
 def workshop_users_role_vars():
