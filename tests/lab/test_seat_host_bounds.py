@@ -262,9 +262,9 @@ def test_a_subvolume_in_the_home_stays_inside_the_homes_quota(host):
         print(f"\n[disk] {host} {seat}: {out.strip()!r}", file=sys.stderr)
         made = [path for path in ("escape", "snap", "escape2")
                 if node.run(f"btrfs subvolume show {HOMES}/{seat}/{path}").rc == 0]
-        rc, out, err = session.run("mkdir -p ~/escape; "
-                                   f"dd if=/dev/zero of=~/escape/fill bs=1M count={SEAT_DISK_MIB * 2} 2>&1; sync; "
-                                   "du -m ~/escape/fill | cut -f1", timeout=180)
+        out = session.run("mkdir -p ~/escape; "
+                          f"dd if=/dev/zero of=~/escape/fill bs=1M count={SEAT_DISK_MIB * 2} 2>&1; sync; "
+                          "du -m ~/escape/fill | cut -f1", timeout=180)[1]
         print(f"[disk] {host} {seat}: subvolumes made {made}; {out.strip()!r}", file=sys.stderr)
         written = int(out.split()[-1])
         assert written <= SEAT_DISK_MIB, f"{written} MiB written past a {SEAT_DISK_MIB} MiB quota: {out}"
