@@ -92,3 +92,20 @@ def test_the_seats_get_the_shell_and_no_user_manager():
     manager = next(task for task in limits if task["name"] == "Give the seats no user manager")
     assert manager["ansible.builtin.copy"]["dest"].startswith("/etc/systemd/system/user@{{")
     assert "ConditionPathExists=/run/dralab-seats-have-no-user-manager" in manager["ansible.builtin.copy"]["content"]
+
+
+def test_kernel_settings_are_set_where_the_kernel_has_them_and_the_lab_leaves_its_shared_kernel_alone():
+    tasks = yaml.safe_load((REPO / "roles" / "workshop_users" / "tasks" / "kernel.yml").read_text())
+    check, apply, report = tasks
+    assert check["ansible.builtin.stat"]["path"] == "/proc/sys/{{ item.key | replace('.', '/') }}"
+    assert apply["loop"] == "{{ workshop_users_kernel_present.results | selectattr('stat.exists') }}"
+    assert apply["ansible.posix.sysctl"]["sysctl_file"] == "{{ workshop_users_kernel_settings_file }}"
+    assert "rejectattr('stat.exists')" in report["when"]
+    defaults = yaml.safe_load((REPO / "roles" / "workshop_users" / "defaults" / "main.yml").read_text())
+    assert defaults["workshop_users_kernel_settings"] == {
+        "kernel.yama.ptrace_scope": 1, "kernel.unprivileged_userns_clone": 0,
+        "kernel.apparmor_restrict_unprivileged_userns": 1}
+    lab = yaml.safe_load((REPO / "inventories" / "local" / "group_vars" / "all.yml").read_text())
+    assert lab["workshop_users_kernel_settings"] == {}
+    linux = (REPO / "roles" / "workshop_users" / "tasks" / "linux.yml").read_text()
+    assert "ansible.builtin.include_tasks: kernel.yml" in linux
