@@ -146,7 +146,7 @@ def test_idle_ssh_connections_from_one_source_leave_the_room_and_the_instructor_
         print(f"[sshd] during the attack: {seat}'s login {seconds:.1f}s; Ansible ping rc {ping.returncode}",
               file=sys.stderr)
         assert rc == 0 and out.strip() == seat, err
-        assert ping.returncode == 0 and '"ping": "pong"' in ping.stdout, ping.stdout[-2000:] + ping.stderr[-2000:]
+        assert ping.returncode == 0 and "pong" in ping.stdout, ping.stdout[-2000:] + ping.stderr[-2000:]
         assert held <= SSH_PER_SOURCE, f"one source holds {held} unauthenticated connections"
     finally:
         finish(attack)
@@ -191,6 +191,7 @@ metadata:
   name: pids-{n}
 spec:
   terminationGracePeriodSeconds: 1
+  restartPolicy: Never
   containers:
   - name: main
     image: busybox:1.37
@@ -202,7 +203,7 @@ spec:
     - -c
     - >-
       grep Seccomp: /proc/self/status; i=0;
-      while [ $i -lt {n} ]; do sleep 300 & i=$((i+1)); done 2>/dev/null;
+      while [ $i -lt {n} ]; do sleep 300 & i=$((i+1)); [ $((i % 50)) = 0 ] && echo started=$i; done 2>/dev/null;
       sleep 3; echo procs=$(ls -d /proc/[0-9]* | wc -l); sleep 600
 """
 
@@ -216,15 +217,24 @@ def test_a_seats_pod_runs_with_the_default_seccomp_profile_and_bounded_pids():
         assert rc == 0, out + err
         deadline = time.monotonic() + 180
         logs = ""
-        while time.monotonic() < deadline and "procs=" not in logs:
+        phase = ""
+        # busybox sh ends when a fork fails (the pod fails); without a limit it counts the processes it holds.
+        while time.monotonic() < deadline and "procs=" not in logs and phase != "Failed":
             time.sleep(3)
             logs = session.run(f"kubectl logs {name} 2>/dev/null")[1]
-        print(f"\n[pids] {seat}'s pod: {logs.strip()!r}", file=sys.stderr)
-        assert "procs=" in logs, session.run(f"kubectl describe pod {name}")[1][-3000:]
+            phase = session.run(f"kubectl get pod {name} -o jsonpath='{{.status.phase}}'")[1].strip()
+        started = [int(line.split("=")[1]) for line in logs.split() if line.startswith("started=")]
+        print(f"\n[pids] {seat}'s pod ({phase}): Seccomp {logs.split('Seccomp:')[1].split()[0] if 'Seccomp:' in logs else '?'}, "
+              f"forks started {max(started, default=0)}, {logs.split()[-1]!r}", file=sys.stderr)
+        assert "Seccomp:" in logs, session.run(f"kubectl describe pod {name}")[1][-3000:]
         seccomp = logs.split("Seccomp:")[1].split()[0]
         assert seccomp == "2", f"the pod's container runs without a seccomp filter (Seccomp: {seccomp})"
-        procs = int(logs.split("procs=")[1].split()[0])
-        assert procs <= POD_PIDS_LIMIT, f"{procs} processes in one pod"
+        assert max(started, default=0) < POD_PIDS_LIMIT, f"{max(started)} processes started in one pod"
+        if "procs=" in logs:
+            procs = int(logs.split("procs=")[1].split()[0])
+            assert procs <= POD_PIDS_LIMIT, f"{procs} processes in one pod"
+        else:
+            assert phase == "Failed", (phase, logs[-500:])
     finally:
         session.run(f"kubectl delete pod {name} --ignore-not-found --wait=false")
         session.close()
