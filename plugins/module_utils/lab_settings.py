@@ -330,4 +330,12 @@ ROLE_BOUNDS = {
     'workshop_users_device_tolerations': 'workshop_users',
     'lab_reset_grace_period_seconds': 'lab_reset',
     'lab_reset_wait_timeout': 'lab_reset',
+    # What one seat or one source may take from a host (preflight/seat_bounds.py check_host_bounds).
+    'control_plane_kubelet_pod_pids_limit': 'control_plane',
+    'workshop_users_sshd_max_startups': 'workshop_users',
+    'workshop_users_sshd_per_source_max_startups': 'workshop_users',
+    'lab_board_streams_per_client': 'lab_board',
+    'lab_board_streams_max': 'lab_board',
+    'lab_board_streams_max_instructor': 'lab_board',
+    'lab_board_limit_nofile': 'lab_board',
 }

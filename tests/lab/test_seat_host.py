@@ -222,7 +222,8 @@ def test_seat_key_in_authorized_keys_does_not_log_in(host):
 def test_sshd_settings_for_seats(host):
     effective = cp1(host).check_output(f"sshd -T -C user={first_seat_on(host)},host=localhost,addr=127.0.0.1").splitlines()
     for line in ("authorizedkeysfile none", "disableforwarding yes", "allowtcpforwarding no", "permittunnel no",
-                 "x11forwarding no", "allowagentforwarding no", "allowstreamlocalforwarding no"):
+                 "x11forwarding no", "allowagentforwarding no", "allowstreamlocalforwarding no", "maxauthtries 3",
+                 "maxsessions 4", "persourcemaxstartups 40", "persourcenetblocksize 32:128"):
         assert line in effective, line
     # Root (how Ansible logs in) keeps its keys.
     root = cp1(host).check_output("sshd -T -C user=root,host=localhost,addr=127.0.0.1").splitlines()

@@ -8,6 +8,10 @@ Routes (GET):
   /instructor/events    its events
   /instructor/board.json
   /healthz              200 once every kind is listed and watched (503 before), with counts
+The projector's streams are capped per client address (--streams-per-client) and in total (--streams-max): a
+stream over either cap is refused at once (429, Retry-After), so one client holding a thousand streams cannot
+take the file descriptors and memory the pages and the other browsers need. The instructor's streams (token)
+count only against --streams-max-instructor.
 The instructor's routes need the token (query ?token=TOKEN or the header
 Authorization: Bearer TOKEN); a missing or wrong one gets 401. The token comes
 from the environment variable named by --token-env (the role's 0600 env file).
@@ -75,12 +79,43 @@ class Broadcast:
             return True
 
 
+class StreamSlots:
+    """Open streams per client address and in total; a stream takes a slot or is refused."""
+
+    def __init__(self, per_client: int, total: int):
+        self.per_client = per_client
+        self.total = total
+        self.by_client: dict[str, int] = {}
+        self.open = 0
+
+    def take(self, client: str) -> str:
+        """"" when the stream may open (the slot is taken), else why not."""
+        if self.open >= self.total:
+            return f"the board serves {self.total} streams already"
+        if self.by_client.get(client, 0) >= self.per_client:
+            return f"{client} holds {self.per_client} streams already"
+        self.open += 1
+        self.by_client[client] = self.by_client.get(client, 0) + 1
+        return ""
+
+    def give_back(self, client: str) -> None:
+        self.open -= 1
+        left = self.by_client[client] - 1
+        if left:
+            self.by_client[client] = left
+        else:
+            del self.by_client[client]
+
+
 class Board:
     def __init__(self, args, token: str, people: dict):
         self.args = args
         self.token = token
         self.people = people
         self.broadcast = Broadcast()
+        self.slots = {board_model.PUBLIC: StreamSlots(args.streams_per_client, args.streams_max),
+                      board_model.INSTRUCTOR: StreamSlots(args.streams_max_instructor, args.streams_max_instructor)}
+        self.refused = 0
         self.cache = Cache(self.changed)
         self.watchers: list[Watcher] = []
         self.pending: asyncio.TimerHandle | None = None
@@ -183,9 +218,20 @@ class Board:
 
     async def events(self, request: web.Request) -> web.StreamResponse:
         view = self.view_of(request)
-        response = web.StreamResponse(headers=dict(SECURITY_HEADERS, **{
-            "Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}))
-        await response.prepare(request)
+        client = request.remote or "unknown"
+        slots = self.slots[view]
+        why = slots.take(client)
+        if why:
+            self.refused += 1
+            raise web.HTTPTooManyRequests(text=f"Too many streams: {why}; close some and try again.\n",
+                                          headers=dict(SECURITY_HEADERS, **{"Retry-After": "10"}))
+        try:
+            response = web.StreamResponse(headers=dict(SECURITY_HEADERS, **{
+                "Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}))
+            await response.prepare(request)
+        except BaseException:
+            slots.give_back(client)
+            raise
         self.broadcast.clients += 1
         try:
             await response.write(b"retry: 2000\n\n")
@@ -200,11 +246,13 @@ class Board:
             pass
         finally:
             self.broadcast.clients -= 1
+            slots.give_back(client)
         return response
 
     async def healthz(self, request: web.Request) -> web.Response:
         ready = self.cache.ready() and self.broadcast.version > 0
         status = {"ready": ready, "version": __version__, "clients": self.broadcast.clients, "builds": self.builds,
+                  "streams_refused": self.refused,
                   "last_build_seconds": round(self.last_build_seconds, 3),
                   "kinds": {w.kind: {"items": len(self.cache.items[w.kind]), "watches": w.watches,
                                      "relists": self.cache.relists[w.kind]} for w in self.watchers}}
@@ -219,7 +267,7 @@ class Board:
         app.router.add_get("/instructor/events", self.events)
         app.router.add_get("/instructor/board.json", self.board_json)
         app.router.add_get("/healthz", self.healthz)
-        app.router.add_get("/favicon.ico", lambda request: web.Response(status=204))
+        app.router.add_get("/favicon.ico", no_icon)
         return app
 
 
@@ -241,9 +289,15 @@ def listen_address(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def app_runner(board: Board, shutdown_timeout: float = 2.0) -> web.AppRunner:
+    """The board's app; a stream whose browser went away ends at once (its handler is cancelled), which gives its
+    slot back, rather than at its next keepalive."""
+    return web.AppRunner(board.app(), access_log=None, shutdown_timeout=shutdown_timeout, handler_cancellation=True)
+
+
 async def serve(board: Board, host: str, port: int) -> None:
     loop = asyncio.get_running_loop()
-    runner = web.AppRunner(board.app(), access_log=None, shutdown_timeout=2.0)
+    runner = app_runner(board)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     board.start(loop)
@@ -255,6 +309,11 @@ async def serve(board: Board, host: str, port: int) -> None:
     await stop.wait()
     LOG.info("stopping")
     await runner.cleanup()
+
+
+async def no_icon(_request):
+    """The board has no icon: 204 instead of a 404 in every browser's console."""
+    return web.Response(status=204)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stale-claim-age", default="1h", help="an unused allocated claim is a problem after this")
     parser.add_argument("--debounce", default="250ms", help="wait this long after a change before rebuilding")
     parser.add_argument("--title", default="DRA lab", help="title of the page")
+    parser.add_argument("--streams-per-client", type=int, default=20,
+                        help="projector streams one client address may hold (more are refused, 429)")
+    parser.add_argument("--streams-max", type=int, default=600, help="projector streams in total")
+    parser.add_argument("--streams-max-instructor", type=int, default=50, help="instructor streams in total")
     parser.add_argument("--version", action="version", version=f"dralab-board {__version__}")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stdout)
@@ -280,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
         parse_duration(args.lease_max)
         parse_duration(args.stale_claim_age)
         people = read_people(args.people)
+        for name in ("streams_per_client", "streams_max", "streams_max_instructor"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be 1 or more")
     except (OSError, ValueError) as exc:
         LOG.error("%s", exc)
         return 2

@@ -61,6 +61,7 @@ def check_seat_bounds(config, report):
     check_api_share(values, report)
     check_pod_room(values, wanted, report)
     check_reset_grace(values, report)
+    check_host_bounds(values, report)
 
 
 def check_api_share(values, report):
@@ -107,3 +108,51 @@ def check_reset_grace(values, report):
         report.error(key, '%d s (and the %d s after it before a pod still there is deleted with grace 0) is not less '
                           'than lab_reset_wait_timeout %d s: the reset would give up before it'
                      % (grace, seat_bounds.FORCE_AFTER, timeout))
+
+
+# The fewest PIDs a pod may be given: the control plane's own pods run under the same limit (kube-apiserver and etcd
+# hold a thread per busy connection).
+POD_PIDS_MIN = 256
+# Files the board needs beside its streams: its watches, the pages being served, its own files.
+BOARD_SPARE_FILES = 64
+
+
+def whole(values, key, report, minimum):
+    """values[key] as a number of at least minimum, else None (and the problem reported)."""
+    try:
+        number = as_int(values[key])
+    except (TypeError, ValueError):
+        report.error(key, '%s is not a whole number' % show(values[key]))
+        return None
+    if number < minimum:
+        report.error(key, '%d is less than %d' % (number, minimum))
+        return None
+    return number
+
+
+def check_host_bounds(values, report):
+    """What one seat or one source may take from a host: a pod's PIDs, sshd's slots, the board's streams."""
+    key = 'control_plane_kubelet_pod_pids_limit'
+    if values.get(key) is not None:
+        pids = whole(values, key, report, 0)
+        if pids is not None and 0 < pids < POD_PIDS_MIN:
+            report.error(key, '%d PIDs per pod is fewer than the control plane\'s own pods need (%d or more; 0 for no '
+                              'limit)' % (pids, POD_PIDS_MIN))
+    key = 'workshop_users_sshd_per_source_max_startups'
+    per_source = values.get(key)
+    if per_source is not None and str(per_source).strip().lower() != 'none':
+        per_source = whole(values, key, report, 1)
+        start = str(values.get('workshop_users_sshd_max_startups') or '').split(':')[0]
+        if per_source is not None and start.isdigit() and per_source >= int(start):
+            report.error(key, '%d is not below the start of workshop_users_sshd_max_startups (%s): one source could '
+                              'take every pre-authentication slot' % (per_source, start))
+    streams = dict((name, whole(values, name, report, 1)) for name in (
+        'lab_board_streams_per_client', 'lab_board_streams_max', 'lab_board_streams_max_instructor')
+        if values.get(name) is not None)
+    if values.get('lab_board_limit_nofile') is not None:
+        files = whole(values, 'lab_board_limit_nofile', report, 1)
+        total = streams.get('lab_board_streams_max'), streams.get('lab_board_streams_max_instructor')
+        if files is not None and None not in total and files < sum(total) + BOARD_SPARE_FILES:
+            report.error('lab_board_limit_nofile', '%d files do not hold lab_board_streams_max and '
+                                                   'lab_board_streams_max_instructor (%d) and %d more for the board '
+                                                   'itself' % (files, sum(total), BOARD_SPARE_FILES))

@@ -83,6 +83,15 @@ def test_etcd_gets_the_labs_backend_quota():
     assert args(local) == {"quota-backend-bytes": "8589934592"} and local["dataDir"] == "/var/lib/etcd"
 
 
+def test_every_kubelet_runs_containers_with_the_default_seccomp_profile_and_bounded_pids():
+    kubelet = render()["KubeletConfiguration"]
+    assert kubelet["seccompDefault"] is True
+    assert kubelet["podPidsLimit"] == 1024
+    off = render(control_plane_kubelet_seccomp_default=False, control_plane_kubelet_pod_pids_limit=0)
+    assert off["KubeletConfiguration"]["seccompDefault"] is False
+    assert "podPidsLimit" not in off["KubeletConfiguration"]
+
+
 def test_lab_wide_variables_are_read():
     docs = render(dralab_kubernetes_version="1.35.2", dralab_pod_subnet="10.250.0.0/16", dralab_feature_gates=["DRADeviceTaints"])
     cluster = docs["ClusterConfiguration"]

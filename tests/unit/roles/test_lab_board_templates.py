@@ -24,7 +24,11 @@ def test_unit():
     assert service["ExecStart"] == (
         "/opt/dralab/can-has-gpu/bin/dralab-board --kubeconfig /etc/dralab/dralab-board.kubeconfig "
         "--listen 10.89.42.11:8088 --people /etc/dralab/dralab-board-people.json --driver gpu.example.com "
-        "--devices-per-node 8 --lease-max 8h --stale-claim-age 1h --title \"DRA lab\"")
+        "--devices-per-node 8 --lease-max 8h --stale-claim-age 1h --title \"DRA lab\" --streams-per-client 20 "
+        "--streams-max 600 --streams-max-instructor 50")
+    # What the board may take from its host: files above both stream caps together, memory, tasks.
+    assert int(service["LimitNOFILE"]) > 600 + 50 + 100
+    assert service["MemoryMax"] == "512M" and service["TasksMax"] == "64"
     assert service["Restart"] == "always" and dict(unit["Install"])["WantedBy"] == "multi-user.target"
     # Hardened as the lease reaper's unit is.
     reaper = dict(parse_unit(render_role_template("participant_tool", "dralab-lease-reaper.service.j2"))["Service"])
@@ -33,7 +37,7 @@ def test_unit():
         assert service[key] == reaper[key], key
     titled = dict(parse_unit(render_role_template("lab_board", "dralab-board.service.j2", dict(
         HOSTS, lab_board_title="100% GPUs", lab_board_port=9000)))["Service"])
-    assert titled["ExecStart"].endswith('--title "100%% GPUs"') and "--listen 10.89.42.11:9000 " in titled["ExecStart"]
+    assert '--title "100%% GPUs" ' in titled["ExecStart"] and "--listen 10.89.42.11:9000 " in titled["ExecStart"]
 
 
 def test_the_url_follows_the_host():

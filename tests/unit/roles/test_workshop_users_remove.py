@@ -22,8 +22,12 @@ def account(uid, comment=SEAT):
 def removed(accounts, seats, artifacts):
     remove = yaml.safe_load((TASKS / 'remove.yml').read_text())
     find = next(task for task in remove if task['name'].startswith('Find the seat accounts'))
+    members = ','.join(name for name, fields in accounts.items() if fields[3] == SEAT and name != 'user03')
     variables = {'workshop_users_seat_names': seats, 'workshop_users_artifacts_dir': str(artifacts),
-                 'ansible_facts': {'getent_passwd': accounts}}
+                 'workshop_users_group': 'workshop-seats',
+                 'workshop_users_group_members': yaml.safe_load((TASKS.parent / 'vars' / 'main.yml').read_text())[
+                     'workshop_users_group_members'],
+                 'ansible_facts': {'getent_passwd': accounts, 'getent_group': {'workshop-seats': ['x', '999', members]}}}
     variables.update(find['vars'])
     return template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
                           variables)

@@ -149,7 +149,8 @@ def test_a_run_for_some_seats_converges_only_theirs_and_keeps_the_others_as_seat
     block = linux[0]['block']
     accounts = dict(('user%02d' % n, ['x', str(1000 + n), str(1000 + n), 'dralab.workshop seat', '/h', '/bin/bash'])
                     for n in (1, 3, 5, 7))
-    variables.update(ansible_facts={'getent_passwd': accounts})
+    variables.update(ansible_facts={'getent_passwd': accounts,
+                                    'getent_group': {'workshop-seats': ['x', '999', 'user01,user03,user05,user07']}})
     find = next(task for task in block if task['name'].startswith('Find the seat accounts of this host'))
     variables.update(find['vars'])
     assert template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
@@ -188,17 +189,20 @@ def test_a_seat_moved_away_is_removed_only_where_the_role_made_it():
     linux = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'linux.yml').read_text())
     block = linux[0]['block']
     find = next(task for task in block if task['name'].startswith('Find the seat accounts of this host'))
+    # user02's comment is what its own chfn made of it: the role still knows it by its group.
     accounts = {'user01': ['x', '1001', '1001', 'dralab.workshop seat', '/home/seats/user01', '/bin/bash'],
-                'user02': ['x', '1002', '1002', 'dralab.workshop seat', '/home/seats/user02', '/bin/bash'],
-                'user03': ['x', '1003', '1003', 'Someone else', '/home/user03', '/bin/bash'],
+                'user02': ['x', '1002', '1002', 'dralab.workshop seat,101,,', '/home/seats/user02', '/bin/bash'],
+                'user03': ['x', '1003', '1003', 'dralab.workshop seat', '/home/user03', '/bin/bash'],
                 'other': ['x', '1004', '1004', 'dralab.workshop seat', '/home/other', '/bin/bash']}
+    groups = {'workshop-seats': ['x', '999', 'user01,user02,other']}
     variables = with_role_vars(workshop_users_seat_names=['user01', 'user02', 'user03', 'user04'],
-                               inventory_hostname='login1', ansible_facts={'getent_passwd': accounts},
-                               **LOGIN_HOSTS)
+                               inventory_hostname='login1',
+                               ansible_facts={'getent_passwd': accounts, 'getent_group': groups}, **LOGIN_HOSTS)
     variables.update(find['vars'])
     found = template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
                            variables)
-    # user02 belongs to login2 and was made by the role; user03 was not (another comment); "other" is no seat.
+    # user02 belongs to login2 and was made by the role; user03 was not (not in the seat group, whatever its comment
+    # says); "other" is no seat.
     assert found == {'user02': '1002'}
     include = next(task for task in block if task.get('ansible.builtin.include_tasks') == 'moved.yml')
     assert include['when'] == 'workshop_users_moved_accounts | length > 0'
@@ -207,25 +211,70 @@ def test_a_seat_moved_away_is_removed_only_where_the_role_made_it():
     assert moved[0]['vars']['workshop_users_handover_seats'] == "{{ workshop_users_moved_accounts.keys() | list }}"
 
 
+def foreign_accounts(accounts, groups, seats):
+    linux = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'linux.yml').read_text())
+    check = next(task for task in linux[0]['block'] if task['name'].startswith('Refuse to take over'))
+    variables = with_role_vars(workshop_users_seat_names=seats, inventory_hostname='login1',
+                               ansible_facts={'getent_passwd': accounts, 'getent_group': groups}, **LOGIN_HOSTS)
+    variables.update(check['vars'])
+    return template_value('workshop_users', '{{ workshop_users_foreign_accounts }}', variables)
+
+
+def test_seats_are_known_by_their_group_never_by_the_comment_chfn_edits():
+    """A seat that changed its comment (chfn -r 101: "dralab.workshop seat,101,,") is still a seat; an account that
+    put the comment there itself but is not in the seat group is not; without the group nothing is a seat."""
+    accounts = {'user01': ['x', '1001', '1001', 'dralab.workshop seat,101,,', '/home/seats/user01', '/bin/bash'],
+                'user03': ['x', '1003', '1003', 'dralab.workshop seat', '/home/user03', '/bin/bash']}
+    groups = {'workshop-seats': ['x', '999', 'user01']}
+    assert foreign_accounts(accounts, groups, ['user01', 'user02', 'user03']) == ['user03']
+    assert foreign_accounts(accounts, {}, ['user01', 'user02', 'user03']) == ['user01', 'user03']
+    assert foreign_accounts(accounts, {'workshop-seats': None}, ['user01']) == ['user01']
+    assert foreign_accounts(accounts, {'workshop-seats': ['x', '999', '']}, ['user01']) == ['user01']
+    tasks = REPO / 'roles' / 'workshop_users' / 'tasks'
+    for name in ('linux.yml', 'handover.yml', 'remove.yml'):
+        text = (tasks / name).read_text()
+        assert "'value.3'" not in text, name
+        assert 'workshop_users_group_members' in text and 'database: group' in text, name
+
+
 def workshop_users_role_vars():
     return yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'vars' / 'main.yml').read_text())
 
 
 def test_sshd_dropin_only_matches_the_seat_group():
     settings = workshop_users_role_vars()
-    settings['workshop_users_sshd_global_settings'] = {'MaxStartups': '100:30:300'}
+    settings['workshop_users_sshd_global_settings'] = {'MaxStartups': '100:30:300', 'PerSourceMaxStartups': '40',
+                                                       'PerSourceNetBlockSize': '32:128'}
     text = render_role_template('workshop_users', 'sshd-seats.conf.j2', settings)
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith('#')]
-    # Only MaxStartups holds for every login (the rush of a workshop's first minute), before the Match block.
-    assert lines[:2] == ['MaxStartups 100:30:300', 'Match Group workshop-seats']
-    lines = lines[1:]
+    # Only the pre-authentication slots hold for every login (the rush of a workshop's first minute, and one source
+    # holding at most its share of them), before the Match block.
+    assert lines[:4] == ['MaxStartups 100:30:300', 'PerSourceMaxStartups 40', 'PerSourceNetBlockSize 32:128',
+                         'Match Group workshop-seats']
+    lines = lines[3:]
     # Every other setting sits inside the Match block (indented), none applies to other accounts.
     assert all(line.startswith('    ') for line in lines[1:])
     stripped = [line.strip() for line in lines[1:]]
-    assert stripped == ['%s %s' % item for item in settings['workshop_users_sshd_seat_settings'].items()]
+    assert [line.split()[0] for line in stripped] == list(settings['workshop_users_sshd_seat_settings'])
+    assert 'MaxAuthTries 3' in stripped and 'MaxSessions 4' in stripped
     for needed in ('PasswordAuthentication yes', 'AuthorizedKeysFile none', 'DisableForwarding yes',
                    'AllowTcpForwarding no', 'PermitTunnel no', 'X11Forwarding no', 'AllowAgentForwarding no'):
         assert needed in stripped
+
+
+def test_sshd_pre_authentication_slots_per_source_are_below_the_start_of_max_startups():
+    """One source (a laptop opening hundreds of idle connections to port 22) may hold fewer unauthenticated
+    connections than sshd starts dropping at: every other address keeps slots, the instructor's included."""
+    defaults = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'defaults' / 'main.yml').read_text())
+    global_settings = workshop_users_role_vars()['workshop_users_sshd_global_settings']
+    assert global_settings['PerSourceMaxStartups'] == '{{ workshop_users_sshd_per_source_max_startups }}'
+    assert global_settings['PerSourceNetBlockSize'] == '{{ workshop_users_sshd_per_source_net_block_size }}'
+    start = int(defaults['workshop_users_sshd_max_startups'].split(':')[0])
+    per_source = defaults['workshop_users_sshd_per_source_max_startups']
+    assert 0 < per_source < start
+    # The 72-seat rush logs in from one address with 36 logins at a time (tests/lab/test_rush.py).
+    assert per_source >= 36
+    assert defaults['workshop_users_sshd_per_source_net_block_size'] == '32:128'
 
 
 def test_seat_slice_limits():

@@ -239,6 +239,20 @@ def test_good_role_versions():
       "(or leave it out for any)"]),
     ({'workshop_users_device_tolerations': 'dralab.workshop/maintenance'},
      ["workshop_users_device_tolerations: must be a list of {key, effect} entries, got 'dralab.workshop/maintenance'"]),
+    ({'control_plane_kubelet_pod_pids_limit': 100},
+     ["control_plane_kubelet_pod_pids_limit: 100 PIDs per pod is fewer than the control plane's own pods need (256 "
+      "or more; 0 for no limit)"]),
+    ({'control_plane_kubelet_pod_pids_limit': 'many'}, ["control_plane_kubelet_pod_pids_limit: 'many' is not a whole "
+                                                        "number"]),
+    ({'workshop_users_sshd_per_source_max_startups': 100, 'workshop_users_sshd_max_startups': '100:30:300'},
+     ['workshop_users_sshd_per_source_max_startups: 100 is not below the start of workshop_users_sshd_max_startups '
+      '(100): one source could take every pre-authentication slot']),
+    ({'workshop_users_sshd_per_source_max_startups': 0}, ['workshop_users_sshd_per_source_max_startups: 0 is less '
+                                                          'than 1']),
+    ({'lab_board_streams_per_client': 0}, ['lab_board_streams_per_client: 0 is less than 1']),
+    ({'lab_board_streams_max': 2000, 'lab_board_streams_max_instructor': 50, 'lab_board_limit_nofile': 1024},
+     ['lab_board_limit_nofile: 1024 files do not hold lab_board_streams_max and lab_board_streams_max_instructor '
+      '(2050) and 64 more for the board itself']),
     ({'lab_reset_grace_period_seconds': 290, 'lab_reset_wait_timeout': 300},
      ['lab_reset_grace_period_seconds: 290 s (and the 10 s after it before a pod still there is deleted with grace '
       '0) is not less than lab_reset_wait_timeout 300 s: the reset would give up before it']),
@@ -254,7 +268,9 @@ def test_bounds_that_fit_pass_and_the_demos_and_gpus_raise_the_pods_needed():
     result = config()
     result['role_bounds'] = {'workshop_users_quota_objects': 2, 'workshop_users_quota_objects_by_kind': {'pods': 4},
                              'workshop_users_quota_pods': '', 'workshop_users_pod_grace_max': 30,
-                             'lab_reset_grace_period_seconds': 0, 'lab_reset_wait_timeout': 300}
+                             'lab_reset_grace_period_seconds': 0, 'lab_reset_wait_timeout': 300,
+                             'control_plane_kubelet_pod_pids_limit': 0, 'workshop_users_sshd_per_source_max_startups': 'none',
+                             'lab_board_streams_max': 10, 'lab_board_streams_max_instructor': 1, 'lab_board_limit_nofile': 75}
     assert validate(result)[0] == []
     result['dralab_gpus_per_seat'] = 3  # can-has-gpu: a holder and a workload pod per GPU
     assert validate(result)[0] == [
@@ -265,8 +281,9 @@ def test_bounds_that_fit_pass_and_the_demos_and_gpus_raise_the_pods_needed():
 
 def test_the_role_defaults_fit_the_lab():
     roles = pathlib.Path(__file__).resolve().parents[4] / 'roles'
-    defaults = dict(yaml.safe_load((roles / 'workshop_users/defaults/main.yml').read_text()),
-                    **yaml.safe_load((roles / 'lab_reset/defaults/main.yml').read_text()))
+    defaults = {}
+    for role in ('workshop_users', 'lab_reset', 'control_plane', 'lab_board'):
+        defaults.update(yaml.safe_load((roles / role / 'defaults/main.yml').read_text()))
     result = config()
     result['role_bounds'] = dict((name, defaults[name]) for name in lab_settings.ROLE_BOUNDS)
     result['dralab_dra_features'] = ['device_taints']  # the demo with two pods
