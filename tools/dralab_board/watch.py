@@ -25,8 +25,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import 
 LOG = logging.getLogger("dralab-board")
 
 # (kind, path, query): what the board reads, as dra_health reads it.
-KINDS = tuple((kind, path, None) for kind, path in LIST_PATHS) + (("events", EVENTS_PATH, EVENTS_QUERY),
-                                                                   ("claim_events", EVENTS_PATH, CLAIM_EVENTS_QUERY))
+KINDS = tuple((kind, path, None) for kind, path in LIST_PATHS) + (
+    ("events", EVENTS_PATH, EVENTS_QUERY), ("claim_events", EVENTS_PATH, CLAIM_EVENTS_QUERY))
 # Changes in a seat namespace that count as the seat's activity (a deletion leaves no timestamp behind).
 ACTIVITY_KINDS = ("claims", "pods")
 GONE = 410

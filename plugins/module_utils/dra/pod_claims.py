@@ -165,9 +165,10 @@ def _unreachable(ns, pod, entry, claim, blockers):
                if r.get('resource') == 'pods' and r.get('name') != pod]
     where = join_names(sorted(blockers, key=natural_key)) or 'a node that does not exist any more'
     why = join_names(['%s is %s' % (node, blockers[node]) for node in sorted(blockers, key=natural_key)])
-    shared = (' (it got them for pod%s %s, which share%s it)' % ('s' if len(holders) > 1 else '',
-                                                               join_names(['%s/%s' % (ns, h) for h in holders]),
-                                                               '' if len(holders) > 1 else 's') if holders else '')
+    plural = len(holders) > 1
+    holder_names = join_names(['%s/%s' % (ns, h) for h in holders])
+    shared = (' (it got them for pod%s %s, which share%s it)' % ('s' if plural else '', holder_names,
+                                                               '' if plural else 's') if holders else '')
     cause = ('pod %s/%s uses claim %s, whose devices are on %s%s, and the pod cannot go there%s.'
              % (ns, pod, claim_name, where, shared, ': ' + why if why else ''))
     if blockers and all(b.startswith(POD_BLOCKERS) for b in blockers.values()):

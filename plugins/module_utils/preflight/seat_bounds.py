@@ -142,7 +142,7 @@ def check_host_bounds(values, report):
     per_source = values.get(key)
     if per_source is not None and str(per_source).strip().lower() != 'none':
         per_source = whole(values, key, report, 1)
-        start = str(values.get('workshop_users_sshd_max_startups') or '').split(':')[0]
+        start = str(values.get('workshop_users_sshd_max_startups') or '').split(':', maxsplit=1)[0]
         if per_source is not None and start.isdigit() and per_source >= int(start):
             report.error(key, '%d is not below the start of workshop_users_sshd_max_startups (%s): one source could '
                               'take every pre-authentication slot' % (per_source, start))

@@ -50,7 +50,7 @@ class Served:
 async def open_streams(session: aiohttp.ClientSession, url: str, count: int, path: str = "/events") -> list:
     """count streams from one client; returns the responses (open ones keep their connection)."""
     responses = []
-    for _ in range(count):
+    for _number in range(count):
         response = await session.get(url + path, timeout=aiohttp.ClientTimeout(total=None, sock_read=None))
         responses.append(response)
         if response.status == 200:
