@@ -287,10 +287,11 @@ def test_a_subvolume_in_the_home_stays_inside_the_homes_quota(host):
 
 
 @pytest.mark.parametrize("host", LOGIN_HOSTS)
-def test_the_lab_leaves_the_shared_kernel_alone_and_says_what_it_has(host):
-    """The login hosts' kernel settings (ptrace scope, user namespaces) are not set in the lab: its nodes share this
-    machine's kernel (inventories/local: workshop_users_kernel_settings {}). What the kernel has is printed; a seat's
-    unprivileged user namespace shows what a real login host's settings would take away."""
+def test_a_seat_gets_no_user_namespace_and_the_lab_leaves_the_shared_kernel_alone(host):
+    """A seat cannot make a user namespace (where it would be "root" over netfilter, mounts and more): its login
+    shell's filter refuses it on any kernel. The login hosts' kernel settings (ptrace scope, user namespaces) are not
+    set in the lab: its nodes share this machine's kernel (inventories/local: workshop_users_kernel_settings {});
+    what the kernel has is printed."""
     lab = yaml.safe_load((REPO / "inventories" / "local" / "group_vars" / "all.yml").read_text())
     assert lab["workshop_users_kernel_settings"] == {}
     defaults = yaml.safe_load((REPO / "roles" / "workshop_users" / "defaults" / "main.yml").read_text())
@@ -302,8 +303,15 @@ def test_the_lab_leaves_the_shared_kernel_alone_and_says_what_it_has(host):
     session = login(seat, host=host)
     try:
         rc, out, err = session.run("unshare -U -r id -u")
+        python_rc, python_out, python_err = session.run(
+            "python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
+            "print(\"inside\" if libc.unshare(0x10000000) == 0 else os.strerror(ctypes.get_errno()))'")
+        kubectl_rc = session.run("kubectl version --client -o json >/dev/null")[0]
     finally:
         session.close()
-    print(f"\n[kernel] {host}: {present}; a seat's `unshare -U -r id -u`: rc {rc} {(out + err).strip()!r}",
-          file=sys.stderr)
+    print(f"\n[kernel] {host}: {present}; a seat's `unshare -U -r id -u`: rc {rc} {(out + err).strip()!r}; "
+          f"os.unshare(CLONE_NEWUSER): rc {python_rc} {(python_out + python_err).strip()[-80:]!r}", file=sys.stderr)
+    assert rc != 0 and "0" != out.strip(), "a seat became root in a user namespace of its own"
+    assert (python_rc, python_out.strip()) == (0, "Operation not permitted"), "unshare(CLONE_NEWUSER) is refused"
+    assert kubectl_rc == 0, "a Go program (kubectl) runs under the filter"
     assert os.uname().release == node.check_output("uname -r"), "the lab's nodes run this machine's kernel"
