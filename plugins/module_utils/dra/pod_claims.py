@@ -167,8 +167,10 @@ def _unreachable(ns, pod, entry, claim, blockers):
     why = join_names(['%s is %s' % (node, blockers[node]) for node in sorted(blockers, key=natural_key)])
     plural = len(holders) > 1
     holder_names = join_names(['%s/%s' % (ns, h) for h in holders])
-    shared = (' (it got them for pod%s %s, which share%s it)' % ('s' if plural else '', holder_names,
-                                                               '' if plural else 's') if holders else '')
+    shared = ''
+    if holders:
+        shared = ' (it got them for pod%s %s, which share%s it)' % (
+            's' if plural else '', holder_names, '' if plural else 's')
     cause = ('pod %s/%s uses claim %s, whose devices are on %s%s, and the pod cannot go there%s.'
              % (ns, pod, claim_name, where, shared, ': ' + why if why else ''))
     if blockers and all(b.startswith(POD_BLOCKERS) for b in blockers.values()):
