@@ -18,7 +18,6 @@ The instructor's namespace (claims of several devices, which a seat may not make
 
 from __future__ import annotations
 
-import json
 import re
 import time
 
@@ -26,11 +25,11 @@ import pytest
 from kubernetes import client
 
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
-from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from can_has_gpu_runner import Reaper, Tool
-from k8s_helpers import (DRIVER, allocated, api_from_kubeconfig, claim_body, clear_namespaces, pod_body, resource_api,
-                         template_body, wait_for, wait_pod_unschedulable)
+from diagnosis_seen import Seen, create_as, record_fixture
+from k8s_helpers import (DRIVER, allocated, claim_body, clear_namespaces, pod_body, resource_api, template_body,
+                         wait_for, wait_pod_unschedulable)
 
 NOCLASS, AFFINITY, SHARED, GATED, REFUSED = "user61", "user62", "user63", "user64", "user65"
 SEATS = [NOCLASS, AFFINITY, SHARED, GATED, REFUSED]
@@ -45,41 +44,12 @@ def affinity(operator: str, values: list[str], key: str = "metadata.name", field
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
-def create_as(workshop, seat, claims=(), templates=(), pods=()):
-    api = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
-    try:
-        for claim in claims:
-            resource_api(api).create_namespaced_resource_claim(seat, claim)
-        for template in templates:
-            resource_api(api).create_namespaced_resource_claim_template(seat, template)
-        for pod in pods:
-            client.CoreV1Api(api).create_namespaced_pod(seat, pod)
-    finally:
-        api.close()
-
-
 def with_spec(pod: dict, **spec) -> dict:
     pod["spec"].update(spec)
     return pod
 
 
-class Seen:
-    """What each tool said at one moment: dra_health's report, the board's state, can-has-gpu why per seat."""
-
-    def __init__(self, workshop, tool, name):
-        dest = workshop.dir / f"diagnosis-table-{name}.html"
-        self.report = workshop.health(snapshot_dest=str(dest))
-        self.board = json.loads(dest.with_suffix(".json").read_text())
-        self.why = {seat: tool.run(seat, "why", "-o", "json") for seat in SEATS}
-
-    def problem(self, obj):
-        found = [p for p in self.report["problems"] if p["object"] == obj]
-        assert found, f"dra_health reports nothing for {obj}: {[p['object'] for p in self.report['problems']]}"
-        return found[0]
-
-    def board_problem(self, obj):
-        [row] = [p for p in self.board["problems"] if p["object"] == obj]
-        return dict(row, text=board_page.words(row["reason"], self.board["generated"]))
+record = record_fixture("table")
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +104,7 @@ def built(control_plane, workshop, tool):
         time.sleep(11)  # pod_claims.CLAIM_MAKING_SECONDS
         wait_for("the lease reaper's occupancy board in every seat", lambda: all(
             core.read_namespaced_config_map("dralab-gpu-occupancy", seat) for seat in SEATS), timeout=60)
-        seen = {"first_node": first, "seen": Seen(workshop, tool, "built"),
+        seen = {"first_node": first, "seen": Seen(workshop, tool, "built", SEATS),
                 "gated_pod": core.read_namespaced_pod("gated", GATED)}
         # What the scheduler does: the gated claim is allocated once the gate is gone; the others stay pending.
         core.patch_namespaced_pod("gated", GATED, {"spec": {"schedulingGates": None}})
@@ -152,6 +122,12 @@ def built(control_plane, workshop, tool):
         core.delete_namespace(INSTRUCTOR)
         wait_for(f"namespace {INSTRUCTOR} gone", lambda: INSTRUCTOR not in [
             n.metadata.name for n in core.list_namespace().items], timeout=120)
+
+
+def outcome(claim) -> str:
+    """What the scheduler did with a claim, read back: the devices it allocated, or still pending."""
+    got = allocated(claim)
+    return "allocated " + ", ".join(device for _pool, device in got) if got else "still pending"
 
 
 def same_name(sentence: str) -> str:
@@ -175,7 +151,9 @@ def claim_told(seen, ns, name):
      "(matchAttribute) on one node, and no node has such devices even when all are free. Change the request: drop the "
      "matchAttribute constraint, or the selectors that keep the devices apart."),
 ])
-def test_instructor_claims_that_never_fit(table, ns, name, verdict, reason, words):
+def test_instructor_claims_that_never_fit(table, record, ns, name, verdict, reason, words):
+    record.add(f"Instructor's claim {name} ({reason})", table["seen"], f"ResourceClaim {ns}/{name}",
+               outcome=outcome(table["still"][(ns, name)]))
     health = claim_told(table["seen"], ns, name)
     assert (health["verdict"], health["explain_reason"], health["explain_sentence"]) == (verdict, reason, words)
     assert health["scheduler_said"].startswith("0/3 nodes are available")
@@ -187,8 +165,10 @@ def test_instructor_claims_that_never_fit(table, ns, name, verdict, reason, word
     (AFFINITY, "nowhere", "nodes_not_ready", "the 24 matching GPUs are on nodes the pod cannot use: node-1 is not "
                                              "selected by the pod's node affinity"),
 ])
-def test_seat_claims_that_never_fit_are_told_alike_by_every_tool(table, seat, name, reason, start):
+def test_seat_claims_that_never_fit_are_told_alike_by_every_tool(table, record, seat, name, reason, start):
     seen = table["seen"]
+    record.add(f"Seat claim that never fits ({reason})", seen, f"ResourceClaim {seat}/{name}", seat,
+               outcome=outcome(table["still"][(seat, name)]))
     health = claim_told(seen, seat, name)
     answer = seen.why[seat]
     assert answer.rc == 5, answer.describe()
@@ -202,8 +182,10 @@ def test_seat_claims_that_never_fit_are_told_alike_by_every_tool(table, seat, na
                                          "the nodes that have these devices.")
 
 
-def test_a_pod_that_cannot_go_where_its_shared_claim_is(table):
+def test_a_pod_that_cannot_go_where_its_shared_claim_is(table, record):
     seen, node = table["seen"], table["first_node"]
+    record.add("A shared claim's devices on a node the pod cannot go to", seen, f"Pod {SHARED}/second", SHARED,
+               pod="second", outcome=f"pod bound to {table['second'].spec.node_name or 'no node'}")
     health = seen.problem(f"Pod {SHARED}/second")
     assert health["type"] == "pod_claim_unreachable" and health["verdict"] == "claim_elsewhere"
     assert health["reason"] == (
@@ -219,8 +201,10 @@ def test_a_pod_that_cannot_go_where_its_shared_claim_is(table):
     assert not table["second"].spec.node_name
 
 
-def test_a_gated_pod_waits_for_its_gate_then_the_scheduler_allocates(table):
+def test_a_gated_pod_waits_for_its_gate_then_the_scheduler_allocates(table, record):
     seen = table["seen"]
+    record.add("A pod held back by a scheduling gate", seen, f"ResourceClaim {GATED}/gated", GATED,
+               outcome="gate removed: " + outcome(table["gated"]))
     health = claim_told(seen, GATED, "gated")
     told = seen.why[GATED]
     assert health["verdict"] == told.json()["verdict"] == "gated", told.describe()
@@ -234,8 +218,10 @@ def test_a_gated_pod_waits_for_its_gate_then_the_scheduler_allocates(table):
     assert table["gated_pod"].spec.scheduling_gates and allocated(table["gated"])
 
 
-def test_a_claim_the_admission_policy_refused_to_make(table):
+def test_a_claim_the_admission_policy_refused_to_make(table, record):
     seen = table["seen"]
+    record.add("A claim from a template the API refused to make", seen, f"Pod {REFUSED}/two", REFUSED, pod="two",
+               outcome="claims of the seat: " + ", ".join(c.metadata.name for c in table["refused_claims"]))
     health = seen.problem(f"Pod {REFUSED}/two")
     assert health["type"] == "pod_claim_refused" and health["verdict"] == "refused"
     assert health["reason"].startswith(f"pod {REFUSED}/two waits for its claim from ResourceClaimTemplate two (entry "

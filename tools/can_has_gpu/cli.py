@@ -150,7 +150,7 @@ def cmd_status(args, settings, out) -> int:
 def cmd_why(args, settings, out) -> int:
     answer = service.why(args.kubeconfig, settings, args.claim)
     out.result(answer, render.why_text(answer))
-    if answer.get("allocatable") and answer.get("verdict") != "gated":  # gated: fits, but is not tried yet
+    if answer.get("allocatable") and answer.get("verdict") not in ("gated", "other_scheduler"):  # fits, not tried
         return 0
     return EXIT_NEVER_FITS if answer.get("verdict") in CHANGE_VERDICTS else EXIT_NO_GPU
 

@@ -8,6 +8,7 @@ import datetime
 from dataclasses import dataclass, field
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.collect import TAINT_RULES_PATH
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import scheduler_message
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims import pods_waiting as waiting_pods
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
@@ -31,6 +32,7 @@ class SeatView:
     # Whether the occupancy counts the devices in use outside the seats (False: an older reaper wrote it).
     occupancy_outside: bool = True
     events: list[dict] = field(default_factory=list)  # the seat's Events (why a claim from a template was refused)
+    device_taint_rules: list[dict] = field(default_factory=list)  # the instructor's DeviceTaintRules (v1alpha3)
 
     def claim(self, name: str) -> dict | None:
         return next((c for c in self.claims if c["metadata"]["name"] == name), None)
@@ -76,6 +78,10 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
         view.nodes = api.items("listing the nodes", "/api/v1/nodes")
         view.quotas = api.items("reading your quota", api.ns_path("resourcequotas"))
         view.templates = api.items("listing your claim templates", api.ns_path("resourceclaimtemplates"))
+        try:  # not served without DRADeviceTaintRules (v1alpha3), or not readable with an older reader role
+            view.device_taint_rules = api.items("listing the device taint rules", TAINT_RULES_PATH)
+        except Refusal:
+            view.device_taint_rules = []
         try:
             view.events = api.items("reading your events", api.ns_path("events"))
         except Refusal:
@@ -105,7 +111,7 @@ def explain(view: SeatView, claim: dict, now: datetime.datetime, lease_max: int 
     )
     return explain_claim(claim, device_classes=view.device_classes, slices=view.slices, claims=view.lab_claims(),
                          pods=view.pods, nodes=view.nodes, quotas=view.quotas, namespaces=view.seat_namespaces(),
-                         now=now, lease_max=lease_max)
+                         now=now, lease_max=lease_max, device_taint_rules=view.device_taint_rules)
 
 
 def scheduler_said(view: SeatView, claim: dict) -> str | None:

@@ -31,6 +31,7 @@ VERDICTS = {
     'refused': ('change', 'waits for a claim the API refused to make'),
     'claim_elsewhere': ('change', "cannot go where its claim's devices are"),
     'gated': ('wait', 'waits for its scheduling gates'),
+    'other_scheduler': ('change', 'waits for a scheduler that does not run'),
 }
 
 # The verdict of each reason code of dra/explain.py REASONS; None: whether the claim fits once the devices in use
@@ -69,6 +70,13 @@ OUTSIDE_SEATS = 'in use outside the seats'
 GATED = ('The scheduler does not try pod %s while it has the scheduling gate%s %s: whoever added %s (a queue such '
          'as Kueue, an operator) removes %s when the pod may start; ask the instructor if %s stay%s.')
 
+# The schedulerName of the pods the lab's kube-scheduler tries (its one profile); a pod naming any other scheduler is
+# never tried, whatever its claims: no PodScheduled condition, no event, the claim stays pending.
+LAB_SCHEDULERS = ('default-scheduler',)
+OTHER_SCHEDULER = ("The lab's scheduler (%s) never tries pod %s: its schedulerName is %s, a scheduler that does not "
+                   "run in the lab. Change the pod: drop its schedulerName (or set it to %s); ask the instructor if %s "
+                   "should run.")
+
 # The holders a sentence names; the others are counted.
 HOLDERS_IN_SENTENCE = 3
 
@@ -82,6 +90,11 @@ def holder_phrase(holder):
         after = ' (lease until %s)' % holder['lease_until'] if holder.get('lease_until') else ''
     else:
         before, after = '%s on %s %s for ' % (holder['device'], where, OUTSIDE_SEATS), ''
+    stuck = holder.get('stuck') or []
+    if stuck:  # its pod is being deleted on a node that does not answer: no lease end frees it
+        pods = ', '.join('%s %s' % ('pod %s/%s' % (holder['namespace'], s['pod']) if holder.get('seat') else 'its pod',
+                                    s['why']) for s in stuck)
+        after += ', held while %s (only a forced deletion of the pod frees it: ask the instructor)' % pods
     return before, holder.get('age') or 'unknown time', after
 
 
@@ -93,8 +106,8 @@ def holders_text(holders):
 
 
 def first_lease(holders):
-    """The holder whose lease ends first (seat claims only), or None."""
-    leased = [h for h in holders if h.get('seat') and parse_time(h.get('lease_until')) is not None]
+    """The holder whose lease ends first (seat claims only, not those held by a pod stuck being deleted), or None."""
+    leased = [h for h in holders if h.get('seat') and not h.get('stuck') and parse_time(h.get('lease_until')) is not None]
     return min(leased, key=lambda h: parse_time(h['lease_until'])) if leased else None
 
 
@@ -117,18 +130,34 @@ def gated_advice(pod_ref, gates):
                     'they' if many else 'it', '' if many else 's')
 
 
-def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True, now=None, gated=None):
+def other_scheduler(pod):
+    """The schedulerName of a pod when it names a scheduler the lab does not run (LAB_SCHEDULERS), else None."""
+    name = ((pod or {}).get('spec') or {}).get('schedulerName')
+    return name if name and name not in LAB_SCHEDULERS else None
+
+
+def other_scheduler_advice(pod_ref, scheduler):
+    """What a claim whose pod names a scheduler that does not run waits for."""
+    return OTHER_SCHEDULER % (LAB_SCHEDULERS[0], pod_ref, scheduler, LAB_SCHEDULERS[0], scheduler)
+
+
+def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True, now=None, gated=None, scheduler=None):
     """The diagnosis of a claim: verdict, action, headline, cause, advice and the sentence of both.
 
     reason: a reason code of REASON_VERDICTS; cause: the explainer's sentence; advice / verdict: the explainer's
     own when it knows better than the reason code; holders: who holds the devices a waiting claim waits for
     (the explainer's holder rows); has_pod: whether a pod uses the claim; now: aware datetime (a lease that ended);
     gated: (pod namespace/name, [scheduling gate names]) of the claim's pod when it has gates: a claim that would
-    fit (now or once devices are free) waits for them, as the scheduler does not try the pod before.
+    fit (now or once devices are free) waits for them, as the scheduler does not try the pod before; scheduler:
+    (pod namespace/name, schedulerName) of the claim's pod when it names a scheduler the lab does not run
+    (other_scheduler): such a claim waits for ever, gates or not, and whatever blocks the lab's nodes for now, so
+    this verdict comes first (a claim that never fits as asked is still told so).
     """
     verdict = verdict or REASON_VERDICTS.get(reason) or 'undecided'
     holders = list(holders)
-    if gated and gated[1] and verdict in ('fits_now', 'waits', 'undecided'):
+    if scheduler and scheduler[1] and verdict in ('fits_now', 'waits', 'undecided', 'blocked'):
+        verdict, advice = 'other_scheduler', other_scheduler_advice(*scheduler)
+    elif gated and gated[1] and verdict in ('fits_now', 'waits', 'undecided'):
         verdict, advice = 'gated', gated_advice(*gated)
     if advice is None:
         if verdict == 'waits':

@@ -44,6 +44,7 @@ from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import other_scheduler
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.explain_claim import ClaimExplanation, request_expressions
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import (
     PodIndex,
@@ -212,6 +213,9 @@ class Explainer:
             'age_seconds': age, 'age': format_age(age) if age is not None else None,
             'lease_until': format_time(lease_end(claim, self.lease_max)) if seat else None,
             'reserved_for': [r.get('name') for r in (claim.get('status') or {}).get('reservedFor') or []],
+            # Its pods stuck being deleted on a node that is NotReady or gone: the claim stays reserved for them.
+            'stuck': [dict(pod=name, why=why) for name, why in self.pods.reservations(claim, self.nodes)[1]
+                      if why.startswith('is being deleted')] if self.nodes else [],
         }
 
     # -- matching -----------------------------------------------------------
@@ -292,6 +296,8 @@ class Explainer:
         consumers = self.pods.consumers(claim)
         live = [p for p in consumers if (p.get('status') or {}).get('phase') not in TERMINATED_PHASES]
         pod = (live or consumers or [None])[0]
+        if pod is not None and ((pod.get('spec') or {}).get('schedulingGates') or other_scheduler(pod)):
+            return None  # its answer names its pod (gated, other_scheduler)
         spec = None if pod is None else dict((k, (pod.get('spec') or {}).get(k))
                                              for k in ('tolerations', 'nodeName', 'nodeSelector', 'affinity'))
         return json.dumps([(claim.get('spec') or {}).get('devices'), spec], sort_keys=True, default=str)

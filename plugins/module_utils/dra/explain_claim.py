@@ -17,6 +17,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis impo
     REASON_VERDICTS,
     diagnose,
     holders_text,
+    other_scheduler,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import TERMINATED_PHASES
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import node_blocker, tolerated
@@ -85,10 +86,12 @@ class ClaimExplanation:
             'not_modeled': sorted(set(self.not_modeled)),
         }
         gates = [g.get('name') for g in ((self.pod or {}).get('spec') or {}).get('schedulingGates') or []]
-        gated = ('%s/%s' % (self.ns, object_meta(self.pod).get('name')), gates) if gates else None
+        pod_ref = '%s/%s' % (self.ns, object_meta(self.pod).get('name'))
+        gated = (pod_ref, gates) if gates else None
+        scheduler = (pod_ref, other_scheduler(self.pod)) if other_scheduler(self.pod) else None
         out.update(diagnose(reason, cause, advice=finding.get('advice'), verdict=finding.get('verdict'),
                             holders=finding.get('holders') or (), has_pod=self.pod is not None, now=self.x.now,
-                            gated=gated))
+                            gated=gated, scheduler=scheduler))
         out.update(extra)
         return out
 
@@ -431,7 +434,9 @@ class ClaimExplanation:
             reasons = [blocked[n] for n in where if n in blocked]
             why = join_names(['%s is %s' % (n, blocked[n]) for n in where if n in blocked]) or \
                 'no usable node can reach them'
-            cause = 'the %s matching %s are on nodes the pod cannot use: %s.' % (len(plan['matching']), noun, why)
+            count = len(plan['matching'])
+            cause = 'the %s matching %s %s on nodes the pod cannot use: %s.' % (
+                count, _noun(plan['class'], count), 'is' if count == 1 else 'are', why)
             if reasons and all(r.startswith(POD_BLOCKERS) for r in reasons):
                 return _finding('nodes_not_ready', cause, 'never_fits', 'Change the pod: its nodeName, '
                                 'nodeSelector or node affinity keeps it off the nodes that have these devices.')

@@ -354,7 +354,7 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
 
         reserved_names = [consumer.get('name') if consumer.get('resource') == 'pods' and not consumer.get('apiGroup')
                           else '%s/%s' % (consumer.get('resource'), consumer.get('name')) for consumer in reserved]
-        live_pods, missing = index.pods.reservations(claim)
+        live_pods, missing = index.pods.reservations(claim, index.nodes)
         alive = [object_name(pod) for pod in live_pods]
 
         if missing:
@@ -369,14 +369,15 @@ def _check_claims(index, stale_after, now, problems, explanations=None):
                     namespace=ns, name=name, pods=[entry[0] for entry in missing]))
             else:
                 fix = 'kubectl -n %s delete resourceclaim %s' % (ns, name)
-                terminated = [p for p, why in missing if why.startswith('has terminated')]
-                if terminated and len(terminated) == len(missing):
+                gone, until = ' '.join(p for p, _why in missing), 'the claim is deleted'
+                if all(why.startswith('has terminated') for _p, why in missing):
                     fix = 'kubectl -n %s delete pod %s; if the reservation stays, kubectl -n %s delete resourceclaim %s' % (
-                        ns, ' '.join(terminated), ns, name)
+                        ns, gone, ns, name)
+                elif all(why.startswith('is being deleted') for _p, why in missing):  # objects.stuck_deleting
+                    fix, until = 'kubectl -n %s delete pod %s --force --grace-period=0' % (ns, gone), 'the pod is gone'
                 problems.append(_problem(
                     'claim_reserved_for_missing_pod', ERROR, obj,
-                    'claim %s is reserved for %s; the %s stays held until the claim is deleted (%s).'
-                    % (ref, what, held, fix),
+                    'claim %s is reserved for %s; the %s stays held until %s (%s).' % (ref, what, held, until, fix),
                     namespace=ns, name=name, pods=[entry[0] for entry in missing]))
 
         pending_reason = scheduler_said = None

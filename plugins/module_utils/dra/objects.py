@@ -90,11 +90,12 @@ class PodIndex:
                 found[id(pod)] = pod
         return sorted(found.values(), key=lambda pod: self._position[id(pod)])
 
-    def reservations(self, claim):
+    def reservations(self, claim, nodes=None):
         """The pods of the claim's reservedFor: (live pods, [(name, why) for each one gone or terminated]).
 
         Consumers that are not pods are left out. A pod is found by uid; a new pod with the same name is
-        another pod.
+        another pod. nodes ({name: Node}, when given): a pod being deleted on a node that is NotReady or gone counts
+        as gone too (stuck_deleting: its kubelet cannot confirm it stopped, so the claim stays reserved).
         """
         namespace = object_namespace(claim)
         alive = []
@@ -113,8 +114,31 @@ class PodIndex:
             if phase in TERMINATED_PHASES:
                 missing.append((consumer.get('name'), 'has terminated (%s)' % phase))
                 continue
+            stuck = stuck_deleting(pod, nodes) if nodes is not None else None
+            if stuck:
+                missing.append((consumer.get('name'), stuck))
+                continue
             alive.append(pod)
         return alive, missing
+
+
+def stuck_deleting(pod, nodes):
+    """Why a pod being deleted stays (a phrase: 'is being deleted on node-2, which is NotReady'), or None.
+
+    A pod deleted on a node whose kubelet does not answer (Ready not True, or the Node gone) keeps its phase and its
+    place in its claims' reservedFor until it is force-deleted: the resource claim controller releases a claim only
+    when its pod is gone, terminal, or deleted before it was bound. nodes: {name: Node}.
+    """
+    node_name = (pod.get('spec') or {}).get('nodeName')
+    if not object_meta(pod).get('deletionTimestamp') or not node_name:
+        return None
+    node = nodes.get(node_name)
+    if node is None:
+        return 'is being deleted on %s, which no longer exists' % node_name
+    ready = condition(node, 'Ready')
+    if ready and ready.get('status') == 'True':
+        return None
+    return 'is being deleted on %s, which is NotReady' % node_name
 
 
 def claim_pods(claim, pods):

@@ -63,7 +63,8 @@ CLAIM_COUNT_KEY = 'count/resourceclaims.resource.k8s.io'
 DEVICE_QUOTA_SUFFIX = '.deviceclass.resource.k8s.io/devices'
 
 READER_RULES = (
-    {'apiGroups': ['resource.k8s.io'], 'resources': ['deviceclasses', 'resourceslices'],
+    # devicetaintrules: can-has-gpu tells a claim blocked by the instructor's DeviceTaintRule as dra_health does.
+    {'apiGroups': ['resource.k8s.io'], 'resources': ['deviceclasses', 'resourceslices', 'devicetaintrules'],
      'verbs': ['get', 'list', 'watch']},
     {'apiGroups': [''], 'resources': ['nodes'], 'verbs': ['get', 'list', 'watch']},
 )

@@ -41,6 +41,15 @@ class FakeApi(Api):
         return list(self.lists.get(path, self.claims))
 
 
+class NoTaintRules(FakeApi):
+    """A cluster that does not serve DeviceTaintRules (or a seat that may not read them)."""
+
+    def items(self, doing, path, query=None):
+        if path.endswith("/devicetaintrules"):
+            raise Refusal("the server could not find the requested resource")
+        return super().items(doing, path, query)
+
+
 class Quiet:
     def __init__(self):
         self.lines = []
@@ -210,3 +219,21 @@ def test_reserve_without_a_gpu_now_says_why_and_what_the_scheduler_said(monkeypa
     assert capsys.readouterr().out == (
         f"No GPU for you right now: {answer['sentence']}\nscheduler said: {said}\n"
         "Nothing is held for you: reserve again when a GPU is free (can-has-gpu status shows the free GPUs).\n")
+
+
+def test_a_claim_whose_every_match_the_instructor_tainted_is_blocked_as_dra_health_says():
+    from can_has_gpu import lab  # pylint: disable=import-outside-toplevel
+    rule = {"metadata": {"name": "maintenance"}, "spec": {
+        "deviceSelector": {"driver": "gpu.example.com"},
+        "taint": {"key": "dralab.workshop/maintenance", "value": "all", "effect": "NoSchedule"}}}
+    wanted = {"metadata": {"name": "gpu", "namespace": "user01", "uid": "u1"},
+              "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    lists = dict(LAB, **{CLAIMS: [wanted], "/apis/resource.k8s.io/v1alpha3/devicetaintrules": [rule]})
+    view = lab.seat_view(FakeApi(lists=lists), load_settings())
+    answer = lab.explain(view, wanted, service.now_utc())
+    assert (answer["verdict"], answer["reason"]) == ("blocked", "all_matching_tainted"), answer["sentence"]
+    assert "(DeviceTaintRule maintenance)" in answer["sentence"]
+    # Not served (the feature off) or not readable: the claim is explained without rules.
+    lists.pop("/apis/resource.k8s.io/v1alpha3/devicetaintrules")
+    refused = NoTaintRules(lists=lists)
+    assert lab.explain(lab.seat_view(refused, load_settings()), wanted, service.now_utc())["verdict"] == "fits_now"

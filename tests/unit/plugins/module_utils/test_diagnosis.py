@@ -132,6 +132,36 @@ def test_holders_without_any_lease_are_waited_for_without_a_time(lab):
     assert answer['advice'] == 'Wait until one of them is released (no lease ends theirs by itself).'
 
 
+def stuck_on_node3(lab, held):
+    """user02's holder pod on node3 being deleted while node3 is NotReady (kubelet gone): it stays Terminating."""
+    ref = {'resource': 'pods', 'name': 'holder', 'uid': 'uid-holder'}
+    held[2]['status']['reservedFor'] = [ref]
+    pod = {'metadata': {'name': 'holder', 'namespace': 'user02', 'uid': 'uid-holder',
+                        'deletionTimestamp': '2026-10-28T09:50:00Z'},
+           'spec': {'nodeName': 'node3', 'resourceClaims': [{'name': 'gpu', 'resourceClaimName': 'hold'}]},
+           'status': {'phase': 'Running'}}
+    nodes = copy.deepcopy(lab['nodes'])
+    node3 = next(n for n in nodes if n['metadata']['name'] == 'node3')
+    node3['status']['conditions'] = [{'type': 'Ready', 'status': 'Unknown'}]
+    return pod, nodes
+
+
+def test_a_holder_whose_pod_is_stuck_terminating_on_a_dead_node_is_named_so_and_is_not_waited_for(lab):
+    target = claim('wants-gpu-0', requests=[request(selectors=[INDEX % '== 0'])])
+    held = seats_and_others(lab)
+    stuck, nodes = stuck_on_node3(lab, held)
+    answer = explain(lab, target, claims=held, pods=[pod_for(target), stuck], nodes=nodes)
+    assert answer['verdict'] == 'waits', answer
+    assert ('gpu-0 on node3 by user02/hold for 7h45m (lease until 2026-10-28T10:15:00Z), held while pod user02/holder '
+            'is being deleted on node3, which is NotReady (only a forced deletion of the pod frees it: ask the '
+            'instructor)') in answer['cause'], answer['cause']
+    # Its lease end frees nothing: the first lease the claim waits for is user01's.
+    assert answer['first_lease_claim'] == 'user01/hold' and '(user01/hold)' in answer['advice'], answer['advice']
+    # The same pod on a node that is Ready is being deleted as usual: an ordinary holder.
+    ordinary = explain(lab, target, claims=held, pods=[pod_for(target), stuck])
+    assert 'being deleted' not in ordinary['cause'] and ordinary['first_lease_claim'] == 'user02/hold'
+
+
 def test_without_a_pod_the_claim_is_told_it_needs_one(lab):
     target = claim('lonely')
     assert explain(lab, target)['advice'] == 'It gets its devices when a pod uses it; no pod does yet.'
@@ -190,6 +220,19 @@ def test_pending_claims_that_ask_alike_share_their_diagnosis(lab):
     assert len({(a['verdict'], a['sentence']) for a in answers}) == 1 and answers[0]['verdict'] == 'waits'
 
 
+def test_a_claim_whose_pod_is_gated_or_for_another_scheduler_does_not_share_its_answer(lab):
+    alike = [claim('gpu', namespace=seat) for seat in ('user31', 'user32', 'user33')]
+    pods = [pod_for(c) for c in alike]
+    pods[0]['spec']['schedulerName'] = 'my-scheduler'
+    pods[1]['spec']['schedulingGates'] = [{'name': 'example.com/queue'}]
+    data = dict(lab, claims=alike, pods=pods)
+    data.pop('claim_templates')
+    answers = dict((a['claim'], a) for a in dra_explain.explain_pending(now=NOW, lease_max='8h', **data))
+    assert answers['user31/gpu']['verdict'] == 'other_scheduler' and 'pod user31/train-1' in answers['user31/gpu']['sentence']
+    assert answers['user32/gpu']['verdict'] == 'gated' and 'pod user32/train-1' in answers['user32/gpu']['sentence']
+    assert answers['user33/gpu']['verdict'] == 'fits_now'
+
+
 def test_the_scheduler_message_is_read_apart():
     target = claim('c')
     pod = pod_for(target)
@@ -231,6 +274,37 @@ def test_a_gated_pod_waits_for_its_gates_whether_its_claim_fits_now_or_waits(lab
     assert explain(lab, target, pods=[pod_for(target)])['verdict'] == 'fits_now'
     big = claim('big', requests=[request(selectors=[MEMORY % '100Gi'])])
     assert explain(lab, big, pods=[gated_pod(big)])['verdict'] == 'never_fits'
+
+
+def test_a_pod_naming_a_scheduler_that_does_not_run_is_told_to_change_it_not_that_it_fits(lab):
+    target = claim('elsewhere')
+    for claims in (lab['claims'], fill_lab(lab)):
+        pod = pod_for(target)
+        pod['spec']['schedulerName'] = 'my-scheduler'
+        pod['status'] = {'phase': 'Pending'}
+        answer = explain(lab, target, claims=claims, pods=[pod])
+        assert (answer['verdict'], answer['action'], answer['headline']) == (
+            'other_scheduler', 'change', 'waits for a scheduler that does not run')
+        assert answer['advice'] == ("The lab's scheduler (default-scheduler) never tries pod user05/train-1: its "
+                                    "schedulerName is my-scheduler, a scheduler that does not run in the lab. Change "
+                                    "the pod: drop its schedulerName (or set it to default-scheduler); ask the "
+                                    "instructor if my-scheduler should run."), answer['advice']
+        assert answer['sentence'] == '%s %s' % (answer['cause'], answer['advice'])
+        # Gates or not, the scheduler that does not run is what keeps it waiting.
+        pod['spec']['schedulingGates'] = [{'name': 'example.com/queue'}]
+        assert explain(lab, target, claims=claims, pods=[pod])['verdict'] == 'other_scheduler'
+    # Nodes the lab blocks for now (cordoned) do not matter to a pod no scheduler tries.
+    cordoned = [dict(n, spec={'unschedulable': True}) for n in lab['nodes']]
+    assert explain(lab, target, pods=[pod], nodes=cordoned)['verdict'] == 'other_scheduler'
+    assert explain(lab, target, pods=[pod_for(target)], nodes=cordoned)['verdict'] == 'blocked'
+    # The lab's own scheduler, named or not, tries the pod; a claim that never fits still never fits.
+    named = pod_for(target)
+    named['spec']['schedulerName'] = 'default-scheduler'
+    assert explain(lab, target, pods=[named])['verdict'] == 'fits_now'
+    big = claim('big', requests=[request(selectors=[MEMORY % '100Gi'])])
+    pod = pod_for(big)
+    pod['spec']['schedulerName'] = 'my-scheduler'
+    assert explain(lab, big, pods=[pod])['verdict'] == 'never_fits'
 
 
 def test_a_pod_whose_node_affinity_matches_no_node_never_fits_and_is_told_to_change(lab):

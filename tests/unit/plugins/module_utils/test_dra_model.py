@@ -278,6 +278,29 @@ def test_claim_reserved_for_failed_pod(broken):
     assert 'has terminated (Failed)' in problem['reason']
 
 
+def test_claim_reserved_for_a_pod_stuck_terminating_on_a_node_that_is_not_ready(broken):
+    pod = find(broken['pods'], 'user21', 'shared-1')
+    pod['metadata']['deletionTimestamp'] = '2026-10-28T09:55:00Z'
+    node = next(n for n in broken['nodes'] if n['metadata']['name'] == pod['spec']['nodeName'])
+    node['status']['conditions'] = [{'type': 'Ready', 'status': 'Unknown'}]
+    problem = next(p for p in by_type(analyze(broken), 'claim_reserved_for_missing_pod')
+                   if p['object'] == 'ResourceClaim user21/shared-gpu')
+    assert problem['severity'] == 'error' and sorted(problem['pods']) == ['shared-1', 'shared-2'], problem
+    assert 'pod user21/shared-1 which is being deleted on %s, which is NotReady' % node['metadata']['name'] in problem['reason']
+    # shared-2 is gone, shared-1 stuck: deleting the claim frees nothing, only the pods' forced deletion.
+    assert 'until the claim is deleted' in problem['reason']
+    claim = find(broken['claims'], 'user21', 'shared-gpu')
+    claim['status']['reservedFor'] = [r for r in claim['status']['reservedFor'] if r['name'] == 'shared-1']
+    alone = next(p for p in by_type(analyze(broken), 'claim_reserved_for_missing_pod')
+                 if p['object'] == 'ResourceClaim user21/shared-gpu')
+    assert alone['reason'].endswith('stays held until the pod is gone (kubectl -n user21 delete pod shared-1 --force '
+                                    '--grace-period=0).'), alone['reason']
+    # The node Ready again: the pod is being deleted as usual, a live holder.
+    node['status']['conditions'] = [{'type': 'Ready', 'status': 'True'}]
+    assert not [p for p in by_type(analyze(broken), 'claim_reserved_for_missing_pod')
+                if p['object'] == 'ResourceClaim user21/shared-gpu']
+
+
 def test_claim_allocated_unused_twelve_days(broken):
     [problem] = by_type(analyze(broken), 'claim_allocated_unused')
     assert problem['object'] == 'ResourceClaim user09/gpu-claim'

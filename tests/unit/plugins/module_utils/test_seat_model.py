@@ -76,7 +76,7 @@ def test_rbac_binds_edit_in_the_namespace_and_one_reader_for_all_seats():
         resources.update(rule['resources'])
     # Read only: a seat can never create DeviceClasses.
     assert verbs == {'get', 'list', 'watch'}
-    assert resources == {'deviceclasses', 'resourceslices', 'nodes'}
+    assert resources == {'deviceclasses', 'resourceslices', 'devicetaintrules', 'nodes'}
     crb = grouped['ClusterRoleBinding'][0]
     assert crb['roleRef']['name'] == 'dralab-seat-dra-reader'
     assert crb['subjects'] == [{'kind': 'ServiceAccount', 'name': s, 'namespace': s} for s in ('user01', 'user02', 'user03')]
