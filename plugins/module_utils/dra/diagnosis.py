@@ -57,7 +57,7 @@ ADVICE = {
     'pool_incomplete': 'Wait a few seconds while the driver publishes its devices again; ask the instructor if it '
                        'lasts.',
     'nodes_not_ready': 'Ask the instructor: those nodes cannot take the pod now.',
-    'all_matching_tainted': 'Ask the instructor when the taint is lifted, or add a toleration to the request.',
+    'all_matching_tainted': 'Ask the instructor when the taint is lifted, or whether the request may tolerate it.',
     'quota_exceeded': 'Release a claim of the namespace first (kubectl get resourceclaims lists them).',
     'search_limit': 'Wait: the scheduler may still find devices; if the claim stays pending, ask for fewer.',
 }

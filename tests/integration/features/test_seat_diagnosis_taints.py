@@ -48,7 +48,7 @@ def test_a_claim_whose_every_match_is_tainted_is_told_so_by_every_tool(tainted, 
     assert (health["verdict"], health["explain_reason"]) == ("blocked", "all_matching_tainted"), health
     assert f"(DeviceTaintRule {RULE})" in health["explain_sentence"], health["explain_sentence"]
     assert health["explain_sentence"].endswith(
-        "Ask the instructor when the taint is lifted, or add a toleration to the request."), health["explain_sentence"]
+        "Ask the instructor when the taint is lifted, or whether the request may tolerate it."), health["explain_sentence"]
     board = seen.board_problem(obj)
     assert board["verdict"] == "blocked" and health["explain_sentence"] in board["text"], board["text"]
     answer = seen.why[SEAT]

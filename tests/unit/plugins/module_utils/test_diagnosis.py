@@ -204,7 +204,7 @@ def test_tainted_and_quota_say_the_action_apart_from_the_cause(lab):
     tainted = explain(lab, claim('any'), device_taint_rules=[rule])
     assert (tainted['verdict'], tainted['action']) == ('blocked', 'instructor')
     assert tainted['cause'].endswith('which the claim does not tolerate.')
-    assert tainted['advice'] == 'Ask the instructor when the taint is lifted, or add a toleration to the request.'
+    assert tainted['advice'] == 'Ask the instructor when the taint is lifted, or whether the request may tolerate it.'
     over = explain(lab, claim('new', namespace='user04', uid=False))
     assert (over['reason'], over['verdict'], over['action']) == ('quota_exceeded', 'over_quota', 'change')
     assert over['cause'].endswith('so 1 more do not fit.')

@@ -405,7 +405,7 @@ def test_devices_tainted_by_a_rule_are_not_allocated_unless_tolerated(lab):
     assert answer['sentence'] == (
         'the 3 GPUs matching the claim (gpu-0 on node1, gpu-0 on node2, gpu-0 on node3) are tainted '
         'dralab.workshop/maintenance=gpu-0:NoSchedule (DeviceTaintRule maintenance-gpu-0), which the claim does '
-        'not tolerate. Ask the instructor when the taint is lifted, or add a toleration to the request.')
+        'not tolerate. Ask the instructor when the taint is lifted, or whether the request may tolerate it.')
     assert (answer['verdict'], answer['action']) == ('blocked', 'instructor')
     tolerating = copy.deepcopy(wants)
     tolerating['spec']['devices']['requests'][0]['exactly']['tolerations'] = [
