@@ -7,8 +7,15 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 DRALAB_CACHE ?= $(HOME)/.cache/dralab
+# The controller's Python: 3.12 or newer (ansible-core 2.21 needs it). PYTHON=/path/to/python3.x picks another;
+# dralab_build/find_python.sh names the newest one found (python3.13, python3.12, python3, pyenv's versions).
+PYTHON ?= $(shell dralab_build/find_python.sh)
+ifeq ($(PYTHON),)
+$(error No Python 3.12 or newer found for the controller: install one, or name it with PYTHON=/path/to/python3.12)
+endif
+PY_TAG := $(shell $(PYTHON) -c 'import sys; print("py%d%d" % sys.version_info[:2])')
 REQ_HASH := $(shell cat requirements-dev.txt | sha256sum | cut -c1-12)
-VENV ?= $(DRALAB_CACHE)/venv-$(REQ_HASH)
+VENV ?= $(DRALAB_CACHE)/venv-$(REQ_HASH)-$(PY_TAG)
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 export PATH := $(BIN):$(PATH)
@@ -31,7 +38,8 @@ help: ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 $(VENV)/.ok: requirements-dev.txt
-	python3 -m venv $(VENV)
+	@echo "controller Python: $(PYTHON) ($$($(PYTHON) --version))"
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@

@@ -148,6 +148,13 @@ options:
       - The playbooks that work on a running cluster set it, so their preflight checks settings and API in one run.
     type: bool
     default: false
+  controller_ansible_version:
+    description:
+      - The controller's ansible-core version (pass C(ansible_version.full)). When set, the module first checks it and
+        the Python it runs on (the preflight runs it on C(ansible_playbook_python), the controller's) against what
+        the collection supports (ansible-core 2.21 or newer on Python 3.12 or newer) and fails with one sentence,
+        before any other check, on an older one.
+    type: str
 requirements:
   - cel-python (Python library C(celpy)) on the controller
   - the Python C(kubernetes) client on the controller, for O(check_api)
@@ -220,6 +227,8 @@ api:
   sample: {host: "https://10.89.42.11:6443", version: v1.35.4, user: kubernetes-admin, groups: [kubeadm:cluster-admins]}
 """
 
+import sys
+
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
@@ -228,6 +237,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.features impor
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import admin_kubeconfig
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.feature_gates import parse_feature_gates
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight.controller import controller_problem
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.resolve import resolve_hosts
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.validate import effective_settings, validate
 
@@ -250,6 +260,7 @@ def argspec():
         role_versions=dict(type='dict'),
         role_bounds=dict(type='dict'),
         check_api=dict(type='bool', default=False),
+        controller_ansible_version=dict(type='str'),
     )
     for name in LAB_OPTIONS:
         spec[name] = dict(type='raw')
@@ -292,6 +303,10 @@ def api_identity(resolved):
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
+    if module.params['controller_ansible_version']:
+        problem = controller_problem(module.params['controller_ansible_version'], sys.version_info)
+        if problem:
+            module.fail_json(msg=problem, errors=[problem], lab_warnings=[])
     if not cel_types.HAS_CEL:
         module.fail_json(msg=missing_required_lib(cel_types.CEL_LIBRARY), exception=cel_types.CEL_IMPORT_ERROR)
     resolved, errors = resolve_hosts(module.params.get('host_settings') or {})

@@ -15,6 +15,7 @@ from packaging.version import Version
 
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings import OS_RELEASES, os_release_problem
+from ansible_collections.dralab.workshop.plugins.module_utils.preflight import controller
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ROLE_METAS = sorted(REPO.glob('roles/*/meta/main.yml'))
@@ -55,6 +56,15 @@ def test_requirements_install_the_ansible_core_the_collection_requires():
     [pin] = requirement('requirements-dev.txt', 'ansible-core').specifier
     assert pin.operator == '==' and req.specifier.contains(pin.version), (
         'requirements-dev.txt runs ansible-core %s, outside %s of requirements.txt' % (pin.version, req))
+
+
+def test_the_preflight_accepts_the_core_the_collection_requires():
+    assert '%d.%d' % controller.MIN_ANSIBLE_CORE == requires_ansible()
+
+
+def test_the_venv_python_is_one_the_preflight_accepts():
+    text = (REPO / 'dralab_build' / 'find_python.sh').read_text()
+    assert 'sys.version_info < (%d, %d)' % controller.MIN_PYTHON in text
 
 
 @pytest.mark.parametrize('meta', ROLE_METAS, ids=[path.parts[-3] for path in ROLE_METAS])

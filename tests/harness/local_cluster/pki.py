@@ -35,6 +35,8 @@ class PKI:
                                          content_commitment=False, key_encipherment=False,
                                          data_encipherment=False, key_agreement=False,
                                          encipher_only=False, decipher_only=False), critical=True)
+            # Python 3.13's ssl verifies strictly (VERIFY_X509_STRICT): key identifiers are required.
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.ca_key.public_key()), critical=False)
             .sign(self.ca_key, hashes.SHA256())
         )
         self._write("ca", self.ca_cert, self.ca_key)
@@ -71,6 +73,9 @@ class PKI:
             .not_valid_after(now + datetime.timedelta(days=7))
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.ca_key.public_key()),
+                           critical=False)
         )
         if server_names:
             sans = []

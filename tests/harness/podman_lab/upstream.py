@@ -53,7 +53,11 @@ def _certificate(subject: str, public_key, issuer: x509.Name, signer, ca: bool, 
                .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
                .issuer_name(issuer).public_key(public_key).serial_number(x509.random_serial_number())
                .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True)
+               # Python 3.13's ssl verifies strictly (VERIFY_X509_STRICT): key identifiers are required.
+               .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+                              critical=False))
     if ca:
         builder = builder.add_extension(x509.KeyUsage(
             digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,

@@ -26,7 +26,7 @@ def test_every_lab_option_maps_to_a_dralab_variable():
     assert config['groups'] == GROUPS and config['hosts'] == ['cp1']
     assert set(lab_preflight.argspec()) == set(lab_preflight.LAB_OPTIONS) | {
         'groups', 'hosts', 'host_settings', 'node_addresses', 'internal_addresses', 'access_addresses', 'role_versions',
-        'role_bounds', 'check_api'}
+        'role_bounds', 'check_api', 'controller_ansible_version'}
 
 
 def closed_port_kubeconfig(tmp_path):
@@ -116,3 +116,18 @@ def test_warnings_are_emitted():
     assert len(result['lab_warnings']) == 1
     assert result['lab_warnings'][0].startswith('dralab_login_hosts: no login hosts')
     assert result['warnings'] == result['lab_warnings']  # each one also warned, as Ansible shows it
+
+
+def test_an_old_controller_gets_one_sentence_before_any_other_check():
+    code, result = run(groups=GROUPS, hosts=GROUPS['all'], seats=-1, controller_ansible_version='2.19.14')
+    assert code == 1
+    assert result['errors'] == [result['msg']]
+    assert result['msg'].startswith('This controller runs ansible-core 2.19.14 on Python '), result['msg']
+    assert 'needs ansible-core 2.21 or newer on Python 3.12 or newer' in result['msg']
+
+
+def test_the_current_controller_passes_the_check():
+    import ansible.release
+
+    code, result = run(groups=GROUPS, hosts=GROUPS['all'], controller_ansible_version=ansible.release.__version__)
+    assert code == 0, result
