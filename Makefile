@@ -32,7 +32,8 @@ REGISTRY_BIN := $(REGISTRY_DIR)/usr/bin/docker-registry
 export DRALAB_DOCKER_REGISTRY := $(REGISTRY_BIN)
 
 .PHONY: bench lab-tools mirror test-mirror lab lab-down test-lab test-lab-debian13 test-lab-board test-reliability harness cluster-up cluster-down test-integration
-.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test build clean
+
+.PHONY: help setup test-tools lint yamllint ansible-lint sanity test-unit test-unit-tools settings-docs test dist build clean venv-path
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -44,7 +45,10 @@ $(VENV)/.ok: requirements-dev.txt
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
-setup: $(VENV)/.ok ## Create the venv with every Python tool (cached by requirements hash).
+setup: $(VENV)/.ok ## Create the venv with every Python tool (cached by requirements hash and Python version).
+
+venv-path: ## Print the venv's folder (source "$$(make -s venv-path)/bin/activate").
+	@echo $(VENV)
 
 $(REGISTRY_BIN):
 	rm -rf $(REGISTRY_DIR).tmp && mkdir -p $(REGISTRY_DIR).tmp
@@ -81,10 +85,14 @@ test-unit-tools: test-tools ## The unit tests that run systemd-analyze, docker-r
 settings-docs: setup ## Rewrite the settings tables of README.md and docs/conventions.md and role dralab's defaults from lab_settings.py.
 	$(BIN)/python -m dralab_build.settings_docs
 
-build: setup ## Build the collection tarball and render every doc from the installed copy.
-	rm -rf $(DRALAB_CACHE)/dist
-	$(BIN)/ansible-galaxy collection build --force --output-path $(DRALAB_CACHE)/dist .
-	$(PY) tests/sanity/check_installed_docs.py $(DRALAB_CACHE)/dist/dralab-workshop-*.tar.gz
+DIST_DIR ?= $(CURDIR)/dist
+dist: setup ## Build the collection artifact, dist/dralab-workshop-VERSION.tar.gz (galaxy.yml's build_ignore keeps tests, harness and build tooling out); prints its size.
+	rm -rf $(DIST_DIR)
+	$(BIN)/ansible-galaxy collection build --force --output-path $(DIST_DIR) .
+	$(PY) tests/sanity/check_artifact.py $(DIST_DIR)/dralab-workshop-*.tar.gz
+
+build: dist ## The artifact, then every doc rendered from a copy installed from it.
+	$(PY) tests/sanity/check_installed_docs.py $(DIST_DIR)/dralab-workshop-*.tar.gz
 
 # --- integration tier: upstream binaries from the Go module proxy + a local control plane
 # dralab_build/ is the production build (binaries, the offline mirror, the wheels, the generated docs): what

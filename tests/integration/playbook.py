@@ -155,9 +155,20 @@ class Lab:
         )
         return env
 
+    def installed_env(self, collections_path: Path) -> dict[str, str]:
+        """env() for a collection installed under collections_path, as an instructor runs it: no checkout's
+        ansible.cfg (an empty one: stock settings, ansible.builtin.linear), no collections/ link."""
+        env = self.env()
+        empty_cfg = self.dir / "installed-ansible.cfg"
+        empty_cfg.write_text("[defaults]\n")
+        env.update(ANSIBLE_CONFIG=str(empty_cfg), ANSIBLE_COLLECTIONS_PATH=str(collections_path))
+        return env
+
     def run(self, playbook: str | Path, *args: str, extra_vars: dict | None = None, check: bool = False,
-            timeout: float = 600) -> PlaybookRun:
-        """ansible-playbook PLAYBOOK (relative to the repository) with the lab inventory."""
+            timeout: float = 600, installed: Path | None = None) -> PlaybookRun:
+        """ansible-playbook PLAYBOOK (relative to the repository) with the lab inventory; with `installed` (a
+        collections path holding dralab.workshop), PLAYBOOK is a name such as dralab.workshop.users, run from
+        the lab's folder with installed_env()."""
         cmd = [str(ANSIBLE_PLAYBOOK), "-i", str(self.inventory), str(playbook), *args]
         if extra_vars:
             vars_file = self.dir / f"extra-vars-{len(self.runs):03d}.json"
@@ -166,8 +177,9 @@ class Lab:
         if check:
             cmd.append("--check")
         started = time.monotonic()
-        proc = subprocess.run(cmd, cwd=REPO, env=self.env(), capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        proc = subprocess.run(cmd, cwd=self.dir if installed else REPO,
+                              env=self.installed_env(installed) if installed else self.env(),
+                              capture_output=True, text=True, timeout=timeout, check=False)
         seconds = time.monotonic() - started
         stem = f"{len(self.runs):03d}-{Path(playbook).stem}{'-check' if check else ''}"
         log = self.logs / f"{stem}.log"

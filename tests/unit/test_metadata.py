@@ -111,3 +111,9 @@ def test_kubernetes_client_version_agrees():
     assert len(dev) == 1
     pinned = tuple(int(part) for part in dev[0].split('==')[1].split('.'))
     assert pinned >= tuple(int(part) for part in minimum.split('.')), 'requirements-dev.txt pins an older client'
+
+
+def test_requirements_yml_names_the_collections_galaxy_yml_depends_on():
+    galaxy = yaml.safe_load((REPO / 'galaxy.yml').read_text())['dependencies']
+    listed = {item['name']: item['version'] for item in yaml.safe_load((REPO / 'requirements.yml').read_text())['collections']}
+    assert listed == galaxy
