@@ -27,10 +27,16 @@ the current state:
   device's requestPolicy default, else all of it) fits beside the
   consumedCapacity of the claims that hold it;
 - device taints (the device's own and those of DeviceTaintRules) with effect
-  NoSchedule or NoExecute, tolerated only by the request's tolerations.
+  NoSchedule or NoExecute, tolerated only by the request's tolerations;
+- partitionable devices: a device that consumes counters (consumesCounters) is
+  free only while what it consumes fits in its pool's counter sets
+  (sharedCounters) beside what the allocated devices consume, and the devices
+  one claim gets must fit together; a device kept out by its counters is held
+  by the holders of the devices that consume them (the card whole, or its
+  other partitions).
 
 Not modeled (listed in every answer under `not_modeled` when it matters):
-partitionable devices (consumesCounters), the rounding of capacity requests to
+the rounding of capacity requests to
 a requestPolicy's step, two requests of one claim sharing one device,
 distinctAttribute constraints, preferred node affinity, CPU/memory fit of the pod and CEL
 functions dra_cel does not evaluate.
@@ -88,6 +94,17 @@ REASONS = (
     'quota_exceeded',          # a claim not created yet would exceed the namespace's ResourceQuota
     'search_limit',            # too many combinations to decide
 )
+
+
+def _quantities(counters):
+    """{counter: value} of a counters mapping ({name: {value: quantity}}), unparsable values left out."""
+    out = {}
+    for name, entry in (counters or {}).items():
+        try:
+            out[name] = parse_quantity((entry or {}).get('value'))
+        except ValueError:
+            continue
+    return out
 
 
 class _Device:
@@ -150,6 +167,7 @@ class Explainer:
     def _index_devices(self, slices):
         pools = build_pools(slices)
         self.devices = []
+        self.counter_sets = {}  # (driver, pool, counter set) -> {counter: quantity}
         self.incomplete_pools = set()
         for (driver, pool_name), pool in pools.items():
             if pool['slices_seen'] != pool['resource_slice_count'] or len(pool['slice_counts']) > 1:
@@ -166,13 +184,11 @@ class Explainer:
                 entry.taints = [t for t in device_taints(key[0], key[1], entry.name, device, self.taint_rules)
                                 if t['effect'] in UNTOLERATED_EFFECTS]
                 self.devices.append(entry)
+            for counter_set in spec.get('sharedCounters') or []:
+                self.counter_sets[key + (counter_set.get('name'),)] = _quantities(counter_set.get('counters'))
         self.devices.sort(key=lambda d: (d.node or '', d.driver or '', d.pool or '', natural_key(d.name)))
         self.device_by_key = dict((d.key, d) for d in self.devices)
-        notes = set()
-        for device in self.devices:
-            if device.spec.get('consumesCounters'):
-                notes.add('partitionable devices (consumesCounters)')
-        self.device_features_not_modeled = sorted(notes)
+        self.device_features_not_modeled = []
 
     def _index_allocations(self):
         self.in_use = defaultdict(list)  # device key -> holders (dicts), admin-access allocations left out
@@ -185,6 +201,48 @@ class Explainer:
                 key = (result.get('driver'), result.get('pool'), result.get('device'))
                 self.in_use[key].append(self._holder(claim, key))
                 self.consumed[key].append(result.get('consumedCapacity') or {})
+        # What the devices in use consume of their counter sets (once per device, however many claims share it).
+        self.counters_used = defaultdict(lambda: defaultdict(int))
+        self.counter_holders = defaultdict(list)
+        for key, holders in self.in_use.items():
+            device = self.device_by_key.get(key)
+            for set_key, counters in self.consumption(device) if device else ():
+                for name, value in counters.items():
+                    self.counters_used[set_key][name] += value
+                self.counter_holders[set_key].extend(holders)
+
+    def consumption(self, device):
+        """[((driver, pool, counter set), {counter: quantity})] of what a device consumes (consumesCounters)."""
+        return [(device.key[:2] + (item.get('counterSet'),), _quantities(item.get('counters')))
+                for item in device.spec.get('consumesCounters') or []]
+
+    def counters_fit(self, devices, beside_allocated=True):
+        """Whether devices (not yet allocated) fit together in the counter sets they consume, beside what the
+        allocated devices consume (beside_allocated), or in an empty lab. A counter set no slice publishes limits
+        nothing here (its pool is incomplete, which is told on its own)."""
+        need = defaultdict(lambda: defaultdict(int))
+        for device in devices:
+            if beside_allocated and device.key in self.in_use:
+                continue
+            for set_key, counters in self.consumption(device):
+                for name, value in counters.items():
+                    need[set_key][name] += value
+        for set_key, counters in need.items():
+            total = self.counter_sets.get(set_key)
+            if total is None:
+                continue
+            used = self.counters_used.get(set_key, {}) if beside_allocated else {}
+            if any(used.get(name, 0) + value > total.get(name, 0) for name, value in counters.items()):
+                return False
+        return True
+
+    def counter_holders_of(self, device):
+        """The holders of the devices that consume the counters this device needs (the card whole, or its other
+        partitions)."""
+        holders = []
+        for set_key, _counters in self.consumption(device):
+            holders.extend(self.counter_holders.get(set_key, ()))
+        return holders
 
     def share_fits(self, device, requests):
         """Whether a share asking requests ({capacity: quantity}) fits on a shared device beside its holders."""

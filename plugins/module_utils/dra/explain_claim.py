@@ -178,8 +178,10 @@ class ClaimExplanation:
         return plans
 
     def _free(self, plan, device):
-        if plan['admin'] or not self.x.in_use.get(device.key):
+        if plan['admin']:
             return True
+        if not self.x.in_use.get(device.key):
+            return self.x.counters_fit([device])
         return bool(device.spec.get('allowMultipleAllocations')) and self.x.share_fits(device, plan['capacity'])
 
     def _usable_nodes(self):
@@ -201,10 +203,18 @@ class ClaimExplanation:
 
     def _row(self, plan):
         free = [d for d in plan['matching'] if self._free(plan, d)]
-        holders = []
+        holders, seen = [], set()
+        free_keys = set(d.key for d in free)
         for device in plan['matching']:
-            if not plan['admin']:
-                holders.extend(self.x.in_use.get(device.key) or [])
+            if plan['admin']:
+                continue
+            # A device kept out by its counters alone (not in use itself) is held by the holders of its card.
+            blocking = self.x.in_use.get(device.key) or ([] if device.key in free_keys else
+                                                           self.x.counter_holders_of(device))
+            for holder in blocking:
+                if (holder['claim'], holder['pool'], holder['device']) not in seen:
+                    seen.add((holder['claim'], holder['pool'], holder['device']))
+                    holders.append(holder)
         holders.sort(key=lambda h: (natural_key(h['node'] or ''), natural_key(h['device'])))
         return {
             'name': plan['name'], 'request': plan['request'], 'device_class': plan['class'],
@@ -247,7 +257,7 @@ class ClaimExplanation:
                 if any(d.key in used for d in candidates if not plan['admin']):
                     continue
                 picks = [(plan, d) for d in candidates]
-                if not self._constraints_ok(chosen + picks):
+                if not self._constraints_ok(chosen + picks) or not self._counters_ok(chosen + picks, free_only):
                     continue
                 found = self._search(by_request, index + 1, per_plan, chosen + picks,
                                      used + [d.key for d in candidates], free_only, budget)
@@ -273,13 +283,17 @@ class ClaimExplanation:
             if len(candidates) - position < remaining:
                 return None
             attempt = chosen + [(plan, device)]
-            if not self._constraints_ok(attempt):
+            if not self._constraints_ok(attempt) or not self._counters_ok(attempt, free_only):
                 continue
             found = self._pick(plan, candidates, position + 1, remaining - 1, by_request, index, per_plan, attempt,
                                used + [device.key], free_only, budget)
             if found is not None:
                 return found
         return None
+
+    def _counters_ok(self, picks, free_only):
+        """The devices one claim gets fit together in their counter sets (beside the allocated ones, when free_only)."""
+        return self.x.counters_fit([device for plan, device in picks if not plan['admin']], beside_allocated=free_only)
 
     def _constraints_ok(self, picks):
         for constraint in self.constraints:

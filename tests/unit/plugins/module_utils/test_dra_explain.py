@@ -417,11 +417,109 @@ def test_devices_tainted_by_a_rule_are_not_allocated_unless_tolerated(lab):
     assert explain(lab, wants, claims=[])['reason'] == 'allocatable'
 
 
-def test_partitions_are_reported_as_not_modeled(lab):
-    lab['slices'][0]['spec']['devices'][0]['consumesCounters'] = [{'counterSet': 'gpu-0-counters', 'counters': {}}]
-    answer = explain(lab, claim('any'))
-    assert answer['not_modeled'] == ['partitionable devices (consumesCounters)']
-    assert explain(lab, claim('any', requests=[request(device_class='nope')]))['reason'] == 'no_such_class'
+PARTITION = "device.driver == 'gpu.example.com' && has(device.attributes['gpu.example.com'].partition)"
+FULL = "device.driver == 'gpu.example.com' && has(device.attributes['gpu.example.com'].full)"
+
+
+def partitioned(lab, partitions=2):
+    """The lab as the driver publishes it with kubeletPlugin.gpuPartitions: per node a slice of counter sets (one per
+    card: memory 80Gi) and a slice of devices, each card as its partitions (80Gi / partitions each) and itself whole,
+    all consuming its counter set; DeviceClasses for partitions and whole cards."""
+    slices = []
+    for rslice in lab['slices']:
+        spec, devices, sets = rslice['spec'], [], []
+        for card in spec['devices']:
+            index = card['attributes']['index']['int']
+            counter_set = 'gpu-%d-counters' % index
+            sets.append({'name': counter_set, 'counters': {'memory': {'value': '80Gi'}}})
+            size = '%dGi' % (80 // partitions)
+            for number in range(partitions):
+                part = copy.deepcopy(card)
+                part['name'] = 'gpu-%d-partition-%d' % (index, number)
+                part['attributes']['partition'] = {'int': number}
+                part['capacity'] = {'memory': {'value': size}}
+                part['consumesCounters'] = [{'counterSet': counter_set, 'counters': {'memory': {'value': size}}}]
+                devices.append(part)
+            whole = copy.deepcopy(card)
+            whole['name'] = 'gpu-%d-full' % index
+            whole['attributes']['full'] = {'bool': True}
+            whole['consumesCounters'] = [{'counterSet': counter_set, 'counters': {'memory': {'value': '80Gi'}}}]
+            devices.append(whole)
+        pool = dict(spec['pool'], resourceSliceCount=2)
+        slices.append(dict(rslice, spec=dict(spec, pool=pool, devices=devices)))
+        counters = copy.deepcopy(rslice)
+        counters['metadata']['name'] += '-counters'
+        counters['spec'] = dict((k, v) for k, v in spec.items() if k != 'devices')
+        counters['spec'].update(pool=pool, sharedCounters=sets)
+        slices.append(counters)
+    classes = [{'apiVersion': 'resource.k8s.io/v1', 'kind': 'DeviceClass', 'metadata': {'name': name},
+                'spec': {'selectors': [{'cel': {'expression': expression}}]}}
+               for name, expression in (('partition', PARTITION), ('whole', FULL))]
+    return dict(lab, slices=slices, device_classes=lab['device_classes'] + classes, claims=[])
+
+
+def whole_cards_held(lab, nodes=('node1', 'node2', 'node3'), namespace='instructor'):
+    """Every card of the given nodes allocated whole, one claim per card, outside the seats."""
+    held = []
+    for node in nodes:
+        for index in range(8):
+            target = claim('card-%s-%d' % (node, index), namespace=namespace,
+                           requests=[request(device_class='whole')])
+            held.append(allocate(target, [(node, 'gpu-%d-full' % index)]))
+    return held
+
+
+def test_a_partition_of_a_card_held_whole_waits_for_its_holder(lab):
+    lab = partitioned(lab)
+    held = whole_cards_held(lab)
+    answer = explain(lab, claim('slice', requests=[request(device_class='partition')]), claims=held)
+    assert answer['not_modeled'] == []
+    assert (answer['reason'], answer['verdict']) == ('all_matching_in_use', 'waits'), answer
+    row = answer['requests'][0]
+    assert (row['devices_matching'], row['devices_free']) == (48, 0)
+    # The holders are the claims that hold the cards whole (one per card), not one per partition.
+    assert len(row['holders']) == 24 and {h['device'] for h in row['holders']} == {'gpu-%d-full' % i for i in range(8)}
+
+
+def test_a_partition_is_free_once_one_card_is_not_held_whole(lab):
+    lab = partitioned(lab)
+    held = [c for c in whole_cards_held(lab) if c['metadata']['name'] != 'card-node2-5']
+    answer = explain(lab, claim('slice', requests=[request(device_class='partition')]), claims=held)
+    assert answer['reason'] == 'allocatable', answer
+    assert answer['requests'][0]['devices_free'] == 2
+
+
+def test_a_card_whole_waits_while_one_of_its_partitions_is_held(lab):
+    lab = partitioned(lab)
+    held = [c for c in whole_cards_held(lab) if c['metadata']['name'] != 'card-node1-3']
+    part = allocate(claim('part', namespace='user07', requests=[request(device_class='partition')]),
+                    [('node1', 'gpu-3-partition-1')])
+    answer = explain(lab, claim('whole', requests=[request(device_class='whole')]), claims=held + [part])
+    assert (answer['reason'], answer['verdict']) == ('all_matching_in_use', 'waits'), answer
+    assert answer['cause'].startswith('24 devices match; all are in use: ')
+    holders = answer['requests'][0]['holders']
+    assert len(holders) == 24
+    assert [h['device'] for h in holders if h['claim'] == 'user07/part'] == ['gpu-3-partition-1']
+    # The other partition of that card is still free: a partition fits now.
+    assert explain(lab, claim('slice', requests=[request(device_class='partition')]),
+                   claims=held + [part])['reason'] == 'allocatable'
+
+
+def test_a_card_whole_and_one_of_its_partitions_in_one_claim_never_fit(lab):
+    lab = partitioned(lab)
+    uuid = {'matchAttribute': 'gpu.example.com/uuid'}
+    both = claim('both', namespace='instructor', requests=[request('a', device_class='whole'),
+                                                           request('b', device_class='partition')],
+                 constraints=[uuid])
+    answer = explain(lab, both)
+    assert (answer['reason'], answer['verdict']) == ('constraint_unsatisfiable', 'never_fits'), answer
+    # Two partitions of one card fit together (2 x 40Gi of 80Gi); three do not.
+    two = claim('two', namespace='instructor', requests=[request('a', device_class='partition'),
+                                                         request('b', device_class='partition')], constraints=[uuid])
+    assert explain(lab, two)['reason'] == 'allocatable'
+    three = claim('three', namespace='instructor', requests=[
+        request(name, device_class='partition') for name in ('a', 'b', 'c')], constraints=[uuid])
+    assert explain(lab, three)['verdict'] == 'never_fits'
 
 
 def test_without_node_objects_every_publishing_node_counts(lab):
