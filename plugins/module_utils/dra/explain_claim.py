@@ -484,9 +484,14 @@ class ClaimExplanation:
             return ('%s asks for all %d matching %s, and %d of them are in use: %s.'
                     % (label, total, noun, total - free_total, listed))
         if free_total == 0:
-            head = '%d %s match%s; all are in use' % (total, _noun(plan['class'], total), 'es' if total == 1 else '')
+            # Partitions (or a card whole) kept out by the counters of a card that is in use, not in use themselves.
+            through_card = sum(1 for d in plan['matching'] if not self.x.in_use.get(d.key))
+            state = ('their cards are all in use' if through_card == total else
+                     'all are in use, themselves or through their card' if through_card else 'all are in use')
+            head = '%d %s match%s; %s' % (total, _noun(plan['class'], total), 'es' if total == 1 else '', state)
             if total == 1:
-                head = '1 %s matches; it is in use' % _noun(plan['class'], 1)
+                head = '1 %s matches; %s' % (_noun(plan['class'], 1), 'its card is in use' if through_card
+                                              else 'it is in use')
             return '%s: %s.' % (head, listed)
         best_node = max(free, key=lambda n: free[n]) if free else None
         return ('%s asks for %d %s on one node; %d of the %d matching are free, but at most %d on one node (%s); in '

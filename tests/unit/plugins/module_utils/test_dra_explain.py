@@ -475,6 +475,8 @@ def test_a_partition_of_a_card_held_whole_waits_for_its_holder(lab):
     answer = explain(lab, claim('slice', requests=[request(device_class='partition')]), claims=held)
     assert answer['not_modeled'] == []
     assert (answer['reason'], answer['verdict']) == ('all_matching_in_use', 'waits'), answer
+    assert answer['cause'].startswith('48 devices match; their cards are all in use: gpu-0-full on node1 in use '
+                                      'outside the seats'), answer['cause']
     row = answer['requests'][0]
     assert (row['devices_matching'], row['devices_free']) == (48, 0)
     # The holders are the claims that hold the cards whole (one per card), not one per partition.
@@ -496,7 +498,7 @@ def test_a_card_whole_waits_while_one_of_its_partitions_is_held(lab):
                     [('node1', 'gpu-3-partition-1')])
     answer = explain(lab, claim('whole', requests=[request(device_class='whole')]), claims=held + [part])
     assert (answer['reason'], answer['verdict']) == ('all_matching_in_use', 'waits'), answer
-    assert answer['cause'].startswith('24 devices match; all are in use: ')
+    assert answer['cause'].startswith('24 devices match; all are in use, themselves or through their card: ')
     holders = answer['requests'][0]['holders']
     assert len(holders) == 24
     assert [h['device'] for h in holders if h['claim'] == 'user07/part'] == ['gpu-3-partition-1']
