@@ -161,6 +161,10 @@ class Explainer:
         self._index_allocations()
         self._class_cache = {}
         self._selector_cache = {}
+        # The selectors explained are stored in the cluster: the API server checked them in its CEL environment,
+        # which has device.allowMultipleAllocations only with DRAConsumableCapacity on. So the explainer's
+        # environment has it always (a DeviceClass of shared GPUs selects on it).
+        self.consumable_capacity = True
 
     # -- indexes ------------------------------------------------------------
 
@@ -258,6 +262,22 @@ class Explainer:
                 return False
         return True
 
+    def capacity_short(self, device, requests):
+        """(capacity, what the device has at most) for the first capacity a request asks ({capacity: quantity}) more of
+        than the device could ever give (its value, or its requestPolicy's validRange max), else None. A capacity
+        the device does not have at all gives (capacity, None)."""
+        for name in sorted(requests):
+            entry = (device.spec.get('capacity') or {}).get(name)
+            if entry is None:
+                return name, None
+            most = ((entry.get('requestPolicy') or {}).get('validRange') or {}).get('max') or entry.get('value')
+            try:
+                if parse_quantity(requests[name]) > parse_quantity(most):
+                    return name, most
+            except ValueError:
+                continue
+        return None
+
     def _holder(self, claim, key):
         meta = object_meta(claim)
         ns = meta.get('namespace')
@@ -288,7 +308,8 @@ class Explainer:
         key = (expression, device.key)
         if key not in self._selector_cache:
             try:
-                self._selector_cache[key] = dra_cel.evaluate(expression, self._variable(device))
+                self._selector_cache[key] = dra_cel.evaluate(expression, self._variable(device),
+                                                             self.consumable_capacity)
             except cel_types.CelError as exc:
                 self._selector_cache[key] = exc
         return self._selector_cache[key]

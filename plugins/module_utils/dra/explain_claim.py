@@ -110,7 +110,7 @@ class ClaimExplanation:
                                        '%s).' % (alt_name, class_name, menu), device_class=class_name)
                 for expression in request_expressions((self.x.classes[class_name].get('spec') or {}).get('selectors')) + \
                         request_expressions(alt.get('selectors')):
-                    problem = dra_cel.compile_problem(expression)
+                    problem = dra_cel.compile_problem(expression, self.x.consumable_capacity)
                     if problem:
                         return self.result(False, 'invalid_selector', 'request %s: %s.' % (alt_name, problem))
         self._note_unmodeled()
@@ -166,7 +166,7 @@ class ClaimExplanation:
                         'mode': alt.get('allocationMode') or 'ExactCount',
                         'count': int(alt.get('count') or 1), 'admin': bool(alt.get('adminAccess')),
                         'class_matching': class_matching, 'matching': [], 'error': error,
-                        'expressions': request_expressions(alt.get('selectors')), 'tainted': [],
+                        'expressions': request_expressions(alt.get('selectors')), 'tainted': [], 'too_small': [],
                         'capacity': dict(((alt.get('capacity') or {}).get('requests') or {}).items())}
                 if error is None:
                     plan['matching'], plan['error'] = self.x._match_all(plan['expressions'], class_matching)
@@ -174,6 +174,10 @@ class ClaimExplanation:
                     plan['tainted'] = [d for d in plan['matching']
                                        if any(not tolerated(t, tolerations) for t in d.taints)]
                     plan['matching'] = [d for d in plan['matching'] if d not in plan['tainted']]
+                    if plan['capacity'] and not plan['admin']:
+                        # A share larger than a device could ever give: the scheduler never picks that device.
+                        plan['too_small'] = [d for d in plan['matching'] if self.x.capacity_short(d, plan['capacity'])]
+                        plan['matching'] = [d for d in plan['matching'] if d not in plan['too_small']]
                 plans.append(plan)
         return plans
 
@@ -414,6 +418,8 @@ class ClaimExplanation:
         label = 'request %s' % plan['name'] if len(self.requests) > 1 or plan['alternatives'] > 1 else 'the claim'
         if not plan['matching'] and plan['tainted']:
             return _finding('all_matching_tainted', self._tainted_sentence(plan, label))
+        if not plan['matching'] and plan['too_small']:
+            return self._too_small(plan, label)
         if not plan['matching']:
             return self._no_match(plan, label)
         all_nodes = [(name, self.x.nodes.get(name)) for name in sorted(
@@ -510,6 +516,20 @@ class ClaimExplanation:
         return ('the %d %s matching %s (%s) %s tainted %s, which %s does not tolerate.'
                 % (len(devices), _noun(plan['class'], len(devices)), label, shown,
                    'is' if len(devices) == 1 else 'are', join_names(taints), label))
+
+    def _too_small(self, plan, label):
+        shorts = [self.x.capacity_short(d, plan['capacity']) for d in plan['too_small']]
+        name = shorts[0][0]
+        offered = [most for short_name, most in shorts if short_name == name and most is not None]
+        noun = _noun(plan['class'], 1)
+        if not offered:
+            return _finding('no_matching_device', 'no %s of class %s has a capacity %s, which %s asks for.'
+                            % (noun, plan['class'], name, label),
+                            advice='Change the request: ask only for the capacities the devices have.')
+        largest = max(offered, key=int_quantity)
+        return _finding('no_matching_device', 'no %s has room for what %s asks: %s %s (the largest has %s).'
+                        % (noun, label, name, plan['capacity'][name], largest),
+                        advice='Change the request: ask for at most %s of %s.' % (largest, name))
 
     def _no_match(self, plan, label):
         noun = _noun(plan['class'])

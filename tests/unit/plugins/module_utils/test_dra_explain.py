@@ -394,6 +394,40 @@ def test_a_share_that_does_not_fit_is_in_use(lab):
         assert answer['requests'][0]['devices_free'] == 0
 
 
+def test_the_shared_class_selects_shareable_devices(lab):
+    shared_lab(lab)
+    lab['device_classes'].append({'metadata': {'name': 'gpu-shared.example.com'}, 'spec': {'selectors': [{'cel': {
+        'expression': "device.driver == 'gpu.example.com' && device.allowMultipleAllocations == true"}}]}})
+    asked = sharing('40Gi', '10')
+    asked['exactly']['deviceClassName'] = 'gpu-shared.example.com'
+    answer = explain(lab, claim('fourth', requests=[asked]))
+    assert answer['reason'] == 'allocatable', answer['sentence']
+
+
+def test_a_share_larger_than_any_card_never_fits(lab):
+    shared_lab(lab)
+    answer = explain(lab, claim('huge', requests=[sharing('100Gi', '10')]))
+    assert (answer['reason'], answer['verdict']) == ('no_matching_device', 'never_fits'), answer['sentence']
+    assert answer['sentence'] == ('no GPU has room for what the claim asks: memory 100Gi (the largest has 80Gi). '
+                                  'Change the request: ask for at most 80Gi of memory.')
+    # Beyond the devices' requestPolicy maximum too, though the card has more.
+    for rslice in lab['slices']:
+        for device in rslice['spec']['devices']:
+            device['capacity']['memory']['requestPolicy']['validRange']['max'] = '40Gi'
+    answer = explain(lab, claim('big', requests=[sharing('60Gi', '10')]))
+    assert answer['verdict'] == 'never_fits' and '(the largest has 40Gi)' in answer['sentence'], answer['sentence']
+
+
+def test_a_share_of_a_capacity_no_device_has_never_fits(lab):
+    shared_lab(lab)
+    asked = request()
+    asked['exactly']['capacity'] = {'requests': {'bandwidth': '10G'}}
+    answer = explain(lab, claim('odd', requests=[asked]))
+    assert answer['verdict'] == 'never_fits'
+    assert answer['sentence'].startswith('no GPU of class gpu.example.com has a capacity bandwidth, which the claim '
+                                         'asks for.'), answer['sentence']
+
+
 def test_devices_tainted_by_a_rule_are_not_allocated_unless_tolerated(lab):
     rule = {'metadata': {'name': 'maintenance-gpu-0'},
             'spec': {'deviceSelector': {'driver': DRIVER, 'device': 'gpu-0'},
@@ -543,3 +577,4 @@ def test_pending_claims_that_ask_alike_share_one_answer_which_is_each_ones_own(l
         key=lambda c: (c['metadata']['namespace'], c['metadata']['name']))]
     assert shared == alone
     assert len(set(a['claim'] for a in shared)) == len(shared) == 9
+
