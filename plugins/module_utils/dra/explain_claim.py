@@ -213,8 +213,9 @@ class ClaimExplanation:
             if plan['admin']:
                 continue
             # A device kept out by its counters alone (not in use itself) is held by the holders of its card.
-            blocking = self.x.in_use.get(device.key) or ([] if device.key in free_keys else
-                                                           self.x.counter_holders_of(device))
+            blocking = self.x.in_use.get(device.key) or []
+            if not blocking and device.key not in free_keys:
+                blocking = self.x.counter_holders_of(device)
             for holder in blocking:
                 if (holder['claim'], holder['pool'], holder['device']) not in seen:
                     seen.add((holder['claim'], holder['pool'], holder['device']))
@@ -496,8 +497,8 @@ class ClaimExplanation:
                      'all are in use, themselves or through their card' if through_card else 'all are in use')
             head = '%d %s match%s; %s' % (total, _noun(plan['class'], total), 'es' if total == 1 else '', state)
             if total == 1:
-                head = '1 %s matches; %s' % (_noun(plan['class'], 1), 'its card is in use' if through_card
-                                              else 'it is in use')
+                state = 'its card is in use' if through_card else 'it is in use'
+                head = '1 %s matches; %s' % (_noun(plan['class'], 1), state)
             return '%s: %s.' % (head, listed)
         best_node = max(free, key=lambda n: free[n]) if free else None
         return ('%s asks for %d %s on one node; %d of the %d matching are free, but at most %d on one node (%s); in '

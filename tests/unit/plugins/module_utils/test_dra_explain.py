@@ -577,4 +577,3 @@ def test_pending_claims_that_ask_alike_share_one_answer_which_is_each_ones_own(l
         key=lambda c: (c['metadata']['namespace'], c['metadata']['name']))]
     assert shared == alone
     assert len(set(a['claim'] for a in shared)) == len(shared) == 9
-
