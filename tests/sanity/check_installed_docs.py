@@ -47,8 +47,8 @@ def main() -> int:
                 fqcn = "dralab.workshop." + name
                 result = subprocess.run([str(bindir / "ansible-doc"), "-t", kind, fqcn], env=env, cwd=scratch,
                                         capture_output=True, text=True, check=False)
-                stderr = "\n".join(line for line in result.stderr.splitlines()
-                                    if not any(known in line for known in CORE_WARNINGS))
+                lines = result.stderr.splitlines()
+                stderr = "\n".join(line for line in lines if not any(known in line for known in CORE_WARNINGS))
                 problem = result.returncode != 0 or "WARNING" in stderr or "ERROR" in stderr
                 if kind == "role":
                     problem = problem or "ENTRY POINT: *main*" not in result.stdout.replace("ENTRY POINT: main", "ENTRY POINT: *main*")
