@@ -108,7 +108,8 @@ def _quantities(counters):
 
 
 class _Device:
-    __slots__ = ('key', 'driver', 'pool', 'name', 'spec', 'node', 'all_nodes', 'node_selector', 'variable', 'taints')
+    __slots__ = ('key', 'driver', 'pool', 'name', 'spec', 'node', 'all_nodes', 'node_selector', 'variable', 'taints',
+                 'consumes')
 
     def __init__(self, driver, pool, spec, slice_spec):
         self.driver, self.pool, self.name, self.spec = driver, pool, spec.get('name'), spec
@@ -123,6 +124,10 @@ class _Device:
             self.node_selector = slice_spec.get('nodeSelector')
         self.variable = None
         self.taints = []
+        # [((driver, pool, counter set), {counter: quantity})]: what the device consumes (consumesCounters), parsed
+        # once (the allocation search asks it for every candidate).
+        self.consumes = [((driver, pool, item.get('counterSet')), _quantities(item.get('counters')))
+                         for item in spec.get('consumesCounters') or []]
 
     def reachable_from(self, node_name, node_obj):
         if self.node:
@@ -139,6 +144,11 @@ class _Device:
 
 class Explainer:
     """Indexes a cluster state once; explain(claim) answers for one claim, explain_pending() for all pending."""
+
+    # The selectors explained are stored in the cluster: the API server checked them in its CEL environment, which
+    # has device.allowMultipleAllocations only with DRAConsumableCapacity on. So the explainer's environment has it
+    # always (a DeviceClass of shared GPUs selects on it).
+    consumable_capacity = True
 
     def __init__(self, device_classes=(), slices=(), claims=(), pods=(), nodes=(), quotas=(), namespaces=(),
                  now=None, device_taint_rules=(), lease_max=None):
@@ -161,10 +171,6 @@ class Explainer:
         self._index_allocations()
         self._class_cache = {}
         self._selector_cache = {}
-        # The selectors explained are stored in the cluster: the API server checked them in its CEL environment,
-        # which has device.allowMultipleAllocations only with DRAConsumableCapacity on. So the explainer's
-        # environment has it always (a DeviceClass of shared GPUs selects on it).
-        self.consumable_capacity = True
 
     # -- indexes ------------------------------------------------------------
 
@@ -192,7 +198,6 @@ class Explainer:
                 self.counter_sets[key + (counter_set.get('name'),)] = _quantities(counter_set.get('counters'))
         self.devices.sort(key=lambda d: (d.node or '', d.driver or '', d.pool or '', natural_key(d.name)))
         self.device_by_key = dict((d.key, d) for d in self.devices)
-        self.device_features_not_modeled = []
 
     def _index_allocations(self):
         self.in_use = defaultdict(list)  # device key -> holders (dicts), admin-access allocations left out
@@ -210,15 +215,10 @@ class Explainer:
         self.counter_holders = defaultdict(list)
         for key, holders in self.in_use.items():
             device = self.device_by_key.get(key)
-            for set_key, counters in self.consumption(device) if device else ():
+            for set_key, counters in device.consumes if device else ():
                 for name, value in counters.items():
                     self.counters_used[set_key][name] += value
                 self.counter_holders[set_key].extend(holders)
-
-    def consumption(self, device):
-        """[((driver, pool, counter set), {counter: quantity})] of what a device consumes (consumesCounters)."""
-        return [(device.key[:2] + (item.get('counterSet'),), _quantities(item.get('counters')))
-                for item in device.spec.get('consumesCounters') or []]
 
     def counters_fit(self, devices, beside_allocated=True):
         """Whether devices (not yet allocated) fit together in the counter sets they consume, beside what the
@@ -228,7 +228,7 @@ class Explainer:
         for device in devices:
             if beside_allocated and device.key in self.in_use:
                 continue
-            for set_key, counters in self.consumption(device):
+            for set_key, counters in device.consumes:
                 for name, value in counters.items():
                     need[set_key][name] += value
         for set_key, counters in need.items():
@@ -244,7 +244,7 @@ class Explainer:
         """The holders of the devices that consume the counters this device needs (the card whole, or its other
         partitions)."""
         holders = []
-        for set_key, _counters in self.consumption(device):
+        for set_key, _counters in device.consumes:
             holders.extend(self.counter_holders.get(set_key, ()))
         return holders
 

@@ -149,7 +149,6 @@ class ClaimExplanation:
         for constraint in self.constraints:
             if constraint.get('distinctAttribute'):
                 self.not_modeled.append('distinctAttribute constraints')
-        self.not_modeled.extend(self.x.device_features_not_modeled)
         if self.pod is not None and (((self.pod.get('spec') or {}).get('affinity') or {}).get('nodeAffinity') or {}).get(
                 'preferredDuringSchedulingIgnoredDuringExecution'):
             self.not_modeled.append('preferred node affinity of the pod')

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import re
+
 # meta/runtime.yml's requires_ansible says the same (tests/unit/test_metadata.py keeps them equal).
 MIN_ANSIBLE_CORE = (2, 21)
 # ansible-core 2.21's own floor for the controller.
@@ -12,13 +14,9 @@ MIN_PYTHON = (3, 12)
 
 
 def _version_tuple(text):
-    parts = []
-    for part in str(text).split('.')[:2]:
-        digits = ''.join(ch for ch in part if ch.isdigit()) if not part.isdigit() else part
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
+    """(major, minor) of a version such as '2.21.5' or '2.22.0.dev0'; () when it starts otherwise ('devel')."""
+    match = re.match(r'(\d+)\.(\d+)', str(text))
+    return (int(match.group(1)), int(match.group(2))) if match else ()
 
 
 def controller_problem(ansible_core_version, python_version):
@@ -28,7 +26,7 @@ def controller_problem(ansible_core_version, python_version):
     """
     core = _version_tuple(ansible_core_version)
     python = tuple(python_version[:2])
-    if len(core) == 2 and core >= MIN_ANSIBLE_CORE and python >= MIN_PYTHON:
+    if core and core >= MIN_ANSIBLE_CORE and python >= MIN_PYTHON:
         return ''
     return ('This controller runs ansible-core %s on Python %s; dralab.workshop needs ansible-core %s or newer on '
             'Python %s or newer: make a venv from Python %s+ and install requirements.txt in it (`make setup` '
