@@ -16,7 +16,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils import lab_setting
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from can_has_gpu_runner import Reaper, Tool
-from k8s_helpers import api_from_kubeconfig, clear_namespaces, resource_api
+from k8s_helpers import (allocated, api_from_kubeconfig, clear_namespaces, delete_namespace, pod_body, resource_api,
+                         wait_for)
 
 SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_image": "busybox:1.37",
             "default_class": lab_settings.default("dralab_device_classes")[0]["name"], "driver": DEFAULT_DRIVER}
@@ -38,6 +39,26 @@ def seat_tools(control_plane, workshop, tmp_path_factory, name, seats):
             clear_namespaces(admin, seats)
         finally:
             assert reaper.stop() == 0, reaper.text()
+
+
+@contextlib.contextmanager
+def instructor_holding(admin, namespace, claims):
+    """A namespace of the instructor's (no seat's) with the claims and a pod using each, every claim allocated
+    before it yields their names; the namespace deleted afterwards."""
+    core, resource = client.CoreV1Api(admin), resource_api(admin)
+    core.create_namespace({"metadata": {"name": namespace}})
+    try:
+        wait_for("the default service account", lambda: core.read_namespaced_service_account("default", namespace))
+        names = [claim["metadata"]["name"] for claim in claims]
+        for claim, name in zip(claims, names):
+            resource.create_namespaced_resource_claim(namespace, claim)
+            core.create_namespaced_pod(namespace, pod_body(name, claim=name))
+        for name in names:
+            wait_for(f"{name} allocated", lambda name=name: allocated(
+                resource.read_namespaced_resource_claim(name, namespace)))
+        yield names
+    finally:
+        delete_namespace(admin, namespace)
 
 
 def create_as(workshop, seat, claims=(), templates=(), pods=()):

@@ -14,8 +14,8 @@ import pytest
 from kubernetes import client
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import SHARED_CLASS
-from diagnosis_seen import Seen, create_as, record_fixture, seat_tools
-from k8s_helpers import allocated, claim_body, delete_namespace, pod_body, resource_api, wait_for, wait_pod_unschedulable
+from diagnosis_seen import Seen, create_as, instructor_holding, record_fixture, seat_tools
+from k8s_helpers import allocated, claim_body, pod_body, resource_api, wait_for, wait_pod_unschedulable
 from seat_demo import SEAT
 
 INSTRUCTOR = "dralab-share-table"
@@ -33,36 +33,26 @@ def share(name: str, memory: str, count: int = 1) -> dict:
 def shares(control_plane, workshop, tmp_path_factory):
     admin = control_plane.api_client
     core, resource = client.CoreV1Api(admin), resource_api(admin)
-    with seat_tools(control_plane, workshop, tmp_path_factory, "diagnosis-shares", [SEAT]) as tool:
-        core.create_namespace({"metadata": {"name": INSTRUCTOR}})
-        try:
-            wait_for("the default service account", lambda: core.read_namespaced_service_account("default", INSTRUCTOR))
-            names = [f"cards-{n}" for n in range(len(control_plane.nodes))]
-            for name in names:
-                resource.create_namespaced_resource_claim(INSTRUCTOR, share(name, "80Gi", count=8))
-                core.create_namespaced_pod(INSTRUCTOR, pod_body(name, claim=name))
-            for name in names:
-                wait_for(f"{name} allocated", lambda name=name: allocated(
-                    resource.read_namespaced_resource_claim(name, INSTRUCTOR)))
-            create_as(workshop, SEAT, [share("small", "20Gi"), share("huge", "100Gi")],
-                      pods=[pod_body("small", claim="small"), pod_body("huge", claim="huge")])
-            for pod in ("small", "huge"):
-                wait_pod_unschedulable(admin, SEAT, pod)
-            wait_for("the lease reaper's occupancy board", lambda: core.read_namespaced_config_map(
-                "dralab-gpu-occupancy", SEAT), timeout=60)
-            time.sleep(3)  # the reaper's next round (1 s) has counted the instructor's shares
-            seen = {"seen": Seen(workshop, tool, "shares", [SEAT]),
-                    "why": {name: tool.run(SEAT, "why", name, "-o", "json") for name in ("small", "huge")}}
-            # What the scheduler does once one node's cards have room again.
-            core.delete_namespaced_pod(names[0], INSTRUCTOR, grace_period_seconds=0)
-            resource.delete_namespaced_resource_claim(names[0], INSTRUCTOR)
-            seen["small"] = wait_for("the 20Gi share allocated once cards have room", lambda: (
-                c if allocated(c := resource.read_namespaced_resource_claim("small", SEAT)) else None), timeout=90)
-            time.sleep(5)  # the scheduler has had its chances at the 100Gi share too
-            seen["huge"] = resource.read_namespaced_resource_claim("huge", SEAT)
-            yield seen
-        finally:
-            delete_namespace(admin, INSTRUCTOR)
+    cards = [share(f"cards-{n}", "80Gi", count=8) for n in range(len(control_plane.nodes))]
+    with seat_tools(control_plane, workshop, tmp_path_factory, "diagnosis-shares", [SEAT]) as tool, \
+            instructor_holding(admin, INSTRUCTOR, cards) as names:
+        create_as(workshop, SEAT, [share("small", "20Gi"), share("huge", "100Gi")],
+                  pods=[pod_body("small", claim="small"), pod_body("huge", claim="huge")])
+        for pod in ("small", "huge"):
+            wait_pod_unschedulable(admin, SEAT, pod)
+        wait_for("the lease reaper's occupancy board", lambda: core.read_namespaced_config_map(
+            "dralab-gpu-occupancy", SEAT), timeout=60)
+        time.sleep(3)  # the reaper's next round (1 s) has counted the instructor's shares
+        seen = {"seen": Seen(workshop, tool, "shares", [SEAT]),
+                "why": {name: tool.run(SEAT, "why", name, "-o", "json") for name in ("small", "huge")}}
+        # What the scheduler does once one node's cards have room again.
+        core.delete_namespaced_pod(names[0], INSTRUCTOR, grace_period_seconds=0)
+        resource.delete_namespaced_resource_claim(names[0], INSTRUCTOR)
+        seen["small"] = wait_for("the 20Gi share allocated once cards have room", lambda: (
+            c if allocated(c := resource.read_namespaced_resource_claim("small", SEAT)) else None), timeout=90)
+        time.sleep(5)  # the scheduler has had its chances at the 100Gi share too
+        seen["huge"] = resource.read_namespaced_resource_claim("huge", SEAT)
+        yield seen
 
 
 def ageless(sentence: str) -> str:

@@ -13,9 +13,8 @@ import pytest
 from kubernetes import client
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import PARTITION_CLASS
-from diagnosis_seen import Seen, create_as, record_fixture, seat_tools
-from k8s_helpers import (DRIVER, allocated, claim_body, delete_namespace, pod_body, resource_api, wait_for,
-                         wait_pod_unschedulable)
+from diagnosis_seen import Seen, create_as, instructor_holding, record_fixture, seat_tools
+from k8s_helpers import DRIVER, allocated, claim_body, pod_body, resource_api, wait_for, wait_pod_unschedulable
 
 SEAT = "user01"
 INSTRUCTOR = "dralab-partition-table"
@@ -35,35 +34,25 @@ def whole_cards(name: str) -> dict:
 def exhausted(control_plane, workshop, tmp_path_factory):
     admin = control_plane.api_client
     core, resource = client.CoreV1Api(admin), resource_api(admin)
-    with seat_tools(control_plane, workshop, tmp_path_factory, "partition-table", [SEAT]) as tool:
-        core.create_namespace({"metadata": {"name": INSTRUCTOR}})
-        try:
-            wait_for("the default service account", lambda: core.read_namespaced_service_account("default", INSTRUCTOR))
-            names = [f"cards-{n}" for n in range(len(control_plane.nodes))]
-            for name in names:
-                resource.create_namespaced_resource_claim(INSTRUCTOR, whole_cards(name))
-                core.create_namespaced_pod(INSTRUCTOR, pod_body(name, claim=name))
-            for name in names:
-                wait_for(f"{name} allocated", lambda name=name: allocated(
-                    resource.read_namespaced_resource_claim(name, INSTRUCTOR)))
-            create_as(workshop, SEAT, [claim_body("slice", device_class=PARTITION_CLASS["name"])],
-                      pods=[pod_body("slice", claim="slice")])
-            wait_pod_unschedulable(admin, SEAT, "slice")
-            wait_for("the lease reaper's occupancy board", lambda: core.read_namespaced_config_map(
-                "dralab-gpu-occupancy", SEAT), timeout=60)
-            time.sleep(3)  # the reaper's next round (1 s) has counted the instructor's cards
-            seen = {"seen": Seen(workshop, tool, "partitions", [SEAT]),
-                    "pending": resource.read_namespaced_resource_claim("slice", SEAT)}
-            # What the scheduler does once one card is free: the seat's claim gets a partition of it.
-            released = allocated(resource.read_namespaced_resource_claim(names[0], INSTRUCTOR))
-            core.delete_namespaced_pod(names[0], INSTRUCTOR, grace_period_seconds=0)
-            resource.delete_namespaced_resource_claim(names[0], INSTRUCTOR)
-            seen["released_pool"] = released[0][0]
-            seen["after"] = wait_for("the seat's partition allocated once a node's cards are released", lambda: (
-                c if allocated(c := resource.read_namespaced_resource_claim("slice", SEAT)) else None), timeout=90)
-            yield seen
-        finally:
-            delete_namespace(admin, INSTRUCTOR)
+    cards = [whole_cards(f"cards-{n}") for n in range(len(control_plane.nodes))]
+    with seat_tools(control_plane, workshop, tmp_path_factory, "partition-table", [SEAT]) as tool, \
+            instructor_holding(admin, INSTRUCTOR, cards) as names:
+        create_as(workshop, SEAT, [claim_body("slice", device_class=PARTITION_CLASS["name"])],
+                  pods=[pod_body("slice", claim="slice")])
+        wait_pod_unschedulable(admin, SEAT, "slice")
+        wait_for("the lease reaper's occupancy board", lambda: core.read_namespaced_config_map(
+            "dralab-gpu-occupancy", SEAT), timeout=60)
+        time.sleep(3)  # the reaper's next round (1 s) has counted the instructor's cards
+        seen = {"seen": Seen(workshop, tool, "partitions", [SEAT]),
+                "pending": resource.read_namespaced_resource_claim("slice", SEAT)}
+        # What the scheduler does once one card is free: the seat's claim gets a partition of it.
+        released = allocated(resource.read_namespaced_resource_claim(names[0], INSTRUCTOR))
+        core.delete_namespaced_pod(names[0], INSTRUCTOR, grace_period_seconds=0)
+        resource.delete_namespaced_resource_claim(names[0], INSTRUCTOR)
+        seen["released_pool"] = released[0][0]
+        seen["after"] = wait_for("the seat's partition allocated once a node's cards are released", lambda: (
+            c if allocated(c := resource.read_namespaced_resource_claim("slice", SEAT)) else None), timeout=90)
+        yield seen
 
 
 def test_a_partition_of_cards_held_whole_waits_and_every_tool_says_so(exhausted, record):
