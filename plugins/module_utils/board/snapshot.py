@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_state
+from ansible_collections.dralab.workshop.plugins.module_utils.files import write
 
 MODE = 0o600
 
@@ -44,15 +44,7 @@ def write_file(path, text):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         os.makedirs(folder, mode=0o700)
-    handle, temporary = tempfile.mkstemp(prefix='.board-', dir=folder)
-    try:
-        with os.fdopen(handle, 'w', encoding='utf-8') as out:
-            out.write(text)
-        os.chmod(temporary, MODE)
-        os.rename(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write.replace_file(path, text, MODE)
 
 
 def keep(board, dest, check_mode=False):

@@ -23,9 +23,9 @@ import datetime
 import json
 import os
 import re
-import tempfile
 import time
 
+from ansible_collections.dralab.workshop.plugins.module_utils.files import write
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import (
     K8sError,
     kubeconfig_context,
@@ -185,17 +185,7 @@ def write_if_changed(path, content, mode=0o600):
             os.chmod(path, mode)
             return True
         return False
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(handle, 'w') as out:
-            out.write(content)
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    write.replace_file(path, content, mode)
     return True
 
 
