@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,12 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
 from can_has_gpu_runner import Reaper, Tool
 from k8s_helpers import (allocated, api_from_kubeconfig, clear_namespaces, delete_namespace, pod_body, resource_api,
                          wait_for)
+
+
+def ageless(sentence: str) -> str:
+    """The sentence without the holders' ages ("for 7s"): the tools read the lab seconds apart."""
+    return re.sub(r" for \d+[smhd]\b", " for AGE", sentence)
+
 
 SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_image": "busybox:1.37",
             "default_class": lab_settings.default("dralab_device_classes")[0]["name"], "driver": DEFAULT_DRIVER}

@@ -9,21 +9,26 @@ the pod then. Read back through dra_health, the board's state and can-has-gpu as
 again, the node is Ready, the pod is gone and the scheduler allocates the waiting claim.
 
 Seats: user58 holds one GPU with its pod `holder` (a finalizer keeps it in the API once deleted: the lab's pods
-have no grace period, and kwok would delete it at once); user59 asks for that very GPU (its uuid).
+have no grace period, and kwok would delete it at once); user59 asks for that very GPU (its uuid). user60 holds a
+GPU on another node, and user54 asks for either of the two: it waits for user60's (the GPU of the stuck pod is on the
+NotReady node), and can-has-gpu as user54, which cannot read user58's pods, names the stuck pod as dra_health does
+from the lease reaper's occupancy board; released by user60, that GPU goes to user54 while the node is still down.
 What each tool said is written to diagnosis-table-stuck.json and .md (workshop.dir).
 """
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from kubernetes import client
 
-from diagnosis_seen import Seen, create_as, record_fixture, seat_tools
+from diagnosis_seen import Seen, ageless, create_as, record_fixture, seat_tools
 from k8s_helpers import (DRIVER, allocated, claim_body, pod_body, resource_api, wait_for,
                          wait_pod_running, wait_pod_unschedulable)
 
-HOLDER, WAITER = "user58", "user59"
-SEATS = [HOLDER, WAITER]
+HOLDER, WAITER, OTHER, EITHER = "user58", "user59", "user60", "user54"
+SEATS = [HOLDER, WAITER, OTHER, EITHER]
 FINALIZER = "example.com/still-running"
 
 record = record_fixture("stuck")
@@ -31,6 +36,24 @@ record = record_fixture("stuck")
 
 def ready(core, node):
     return next((c.status for c in core.read_node(node).status.conditions or [] if c.type == "Ready"), None)
+
+
+def free_device_elsewhere(admin, pool):
+    """(pool, device) of a device no claim holds, in a pool other than pool."""
+    taken = {found for claim in resource_api(admin).list_resource_claim_for_all_namespaces().items
+             for found in allocated(claim)}
+    for piece in resource_api(admin).list_resource_slice().items:
+        if piece.spec.driver == DRIVER and piece.spec.pool.name != pool:
+            for found in piece.spec.devices or []:
+                if (piece.spec.pool.name, found.name) not in taken:
+                    return piece.spec.pool.name, found.name
+    raise AssertionError(f"no free device outside pool {pool}")
+
+
+def occupancy_has_pod(core, seat, uid):
+    """Whether the lease reaper's occupancy board in the seat's namespace carries the pod of that uid."""
+    data = core.read_namespaced_config_map("dralab-gpu-occupancy", seat).data or {}
+    return any(p["metadata"]["uid"] == uid for p in json.loads(data.get("claims.json") or "{}").get("pods") or [])
 
 
 def uuid_of(admin, pool, device):
@@ -67,9 +90,17 @@ def built(control_plane, workshop, tool):
     create_as(workshop, WAITER, [claim_body("gpu", selectors=[
         f'device.attributes["{DRIVER}"].uuid == "{uuid}"'])], pods=[pod_body("gpu", claim="gpu")])
     wait_pod_unschedulable(admin, WAITER, "gpu")
+    other_pool, other_device = free_device_elsewhere(admin, pool)
+    other_uuid = uuid_of(admin, other_pool, other_device)
+    create_as(workshop, OTHER, [claim_body("gpu", selectors=[f'device.attributes["{DRIVER}"].uuid == "{other_uuid}"'])],
+              pods=[pod_body("gpu", claim="gpu")])
+    other_node = wait_pod_running(admin, OTHER, "gpu").spec.node_name
+    create_as(workshop, EITHER, [claim_body("gpu", selectors=[
+        f'device.attributes["{DRIVER}"].uuid in ["{uuid}", "{other_uuid}"]'])], pods=[pod_body("gpu", claim="gpu")])
+    wait_pod_unschedulable(admin, EITHER, "gpu")
     wait_for("the lease reaper's occupancy board in every seat", lambda: all(
         core.read_namespaced_config_map("dralab-gpu-occupancy", seat) for seat in SEATS), timeout=60)
-    seen = {"node": node, "device": device}
+    seen = {"node": node, "device": device, "other_node": other_node, "other_device": other_device}
     try:
         cluster.stop_process("kwok")
         core.patch_node_status(node, {"status": {"conditions": [{
@@ -78,9 +109,17 @@ def built(control_plane, workshop, tool):
         core.delete_namespaced_pod("holder", HOLDER)
         seen["deleting"] = wait_for("user58/holder being deleted", lambda: (
             p if (p := core.read_namespaced_pod("holder", HOLDER)).metadata.deletion_timestamp else None))
-        seen["stuck"] = Seen(workshop, tool, "stuck", [WAITER])
+        holder_uid = seen["deleting"].metadata.uid
+        wait_for("the stuck pod on the occupancy board", lambda: occupancy_has_pod(core, EITHER, holder_uid), timeout=60)
+        seen["stuck"] = Seen(workshop, tool, "stuck", [WAITER, EITHER])
         seen["held"] = resource_api(admin).read_namespaced_resource_claim("gpu", HOLDER)
         seen["waiting"] = resource_api(admin).read_namespaced_resource_claim("gpu", WAITER)
+        # The holder that frees a GPU for user54: user60 releases (the pod forced out, as its lease's end would).
+        core.delete_namespaced_pod("gpu", OTHER, grace_period_seconds=0)
+        resource_api(admin).delete_namespaced_resource_claim("gpu", OTHER)
+        seen["either"] = wait_for("user54's claim allocated once user60 released", lambda: (
+            c if allocated(c := resource_api(admin).read_namespaced_resource_claim("gpu", EITHER)) else None),
+            timeout=90)
     finally:
         cluster.start_process("kwok")
         wait_for(f"{node} Ready again", lambda: ready(core, node) == "True", timeout=60)
@@ -127,3 +166,29 @@ def test_a_claim_waiting_for_that_gpu_is_blocked_on_the_node_that_is_not_ready(s
     assert told["scheduler_said"] == health["scheduler_said"] and health["scheduler_said"].startswith("0/3 nodes")
     # The scheduler: nothing while the pod stays; that GPU once the node is Ready and the pod gone.
     assert not allocated(stuck["waiting"]) and [d for _pool, d in allocated(stuck["released"])] == [stuck["device"]]
+
+
+def test_a_claim_waiting_for_gpus_one_of_which_a_stuck_pod_holds_is_told_so_by_every_tool(stuck, record):
+    """The GPU of the stuck pod is on the NotReady node, the other one in use by user60 on a Ready node: the claim
+    waits for user60's, and every tool, can-has-gpu as user54 included, names the stuck pod after it."""
+    seen, node = stuck["stuck"], stuck["node"]
+    record.add("A claim waiting for two GPUs: one in use, one held by a pod stuck Terminating on a NotReady node",
+               seen, f"ResourceClaim {EITHER}/gpu", EITHER,
+               outcome=f"user60 released (the node still NotReady): allocated {allocated(stuck['either'])}")
+    health = seen.problem(f"ResourceClaim {EITHER}/gpu")
+    sentence = health["explain_sentence"]
+    assert (health["verdict"], health["explain_reason"]) == ("waits", "all_matching_in_use"), health
+    words = ageless(sentence)
+    assert words.startswith(f"2 GPUs match; all are in use: {stuck['other_device']} on {stuck['other_node']} by "
+                            f"{OTHER}/gpu for AGE (lease until "), sentence
+    assert (f"{stuck['device']} on {node} by {HOLDER}/gpu for AGE (lease until " in words
+            and f"), held while pod {HOLDER}/holder is being deleted on {node}, which is NotReady (only a forced "
+                f"deletion of the pod frees it: ask the instructor). Wait until one of them is released: the first of "
+                f"their leases ends at " in words and words.endswith(f" ({OTHER}/gpu).")), sentence
+    board = seen.board_problem(f"ResourceClaim {EITHER}/gpu")
+    assert board["verdict"] == "waits" and ageless(sentence) in ageless(board["text"]), board["text"]
+    answer = seen.why[EITHER]
+    told = answer.json()
+    assert (told["verdict"], ageless(told["sentence"]), answer.rc) == ("waits", ageless(sentence), 3), answer.describe()
+    # The scheduler: user60's GPU, once released, while the stuck pod still holds the other one.
+    assert [d for _pool, d in allocated(stuck["either"])] == [stuck["other_device"]]

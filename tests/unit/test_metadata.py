@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Version metadata that must agree: Ansible, the Kubernetes client, the OS platforms of the roles."""
+"""Metadata that must agree: Ansible, the Kubernetes client, the OS platforms of the roles, the node programs' wheel."""
 
 from __future__ import annotations
 
 import pathlib
 import re
+import tomllib
 
 import pytest
 import yaml
@@ -117,3 +118,15 @@ def test_requirements_yml_names_the_collections_galaxy_yml_depends_on():
     galaxy = yaml.safe_load((REPO / 'galaxy.yml').read_text())['dependencies']
     listed = {item['name']: item['version'] for item in yaml.safe_load((REPO / 'requirements.yml').read_text())['collections']}
     assert listed == galaxy
+
+
+def test_the_node_programs_wheel_carries_every_module_utils_package():
+    """can-has-gpu, the lease reaper and the board import module_utils from their wheel (pyproject.toml): a package
+    left out of it installs, then fails on the nodes with ModuleNotFoundError."""
+    setuptools = tomllib.loads((REPO / 'pyproject.toml').read_text())['tool']['setuptools']
+    prefix = 'ansible_collections.dralab.workshop.plugins.module_utils'
+    folders = {prefix: 'plugins/module_utils'}
+    folders.update({'%s.%s' % (prefix, path.parent.name): 'plugins/module_utils/%s' % path.parent.name
+                    for path in (REPO / 'plugins' / 'module_utils').glob('*/__init__.py')})
+    assert {name: setuptools['package-dir'].get(name) for name in setuptools['packages'] if name.startswith(prefix)} \
+        == folders

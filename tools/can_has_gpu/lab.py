@@ -14,7 +14,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims imp
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
 
 from .api import Api, Refusal
-from .occupancy import counts_outside, read_occupancy
+from .occupancy import counts_outside, read_occupancy, read_occupancy_pods
 from .settings import Settings
 
 
@@ -33,6 +33,8 @@ class SeatView:
     occupancy_outside: bool = True
     events: list[dict] = field(default_factory=list)  # the seat's Events (why a claim from a template was refused)
     device_taint_rules: list[dict] = field(default_factory=list)  # the instructor's DeviceTaintRules (v1alpha3)
+    # From the occupancy: the pods being deleted that other seats' claims are reserved for (stuck holders).
+    occupancy_pods: list[dict] = field(default_factory=list)
 
     def claim(self, name: str) -> dict | None:
         return next((c for c in self.claims if c["metadata"]["name"] == name), None)
@@ -44,6 +46,11 @@ class SeatView:
         others = [c for c in self.occupancy or []
                   if (c["metadata"].get("namespace"), c["metadata"].get("name")) not in own]
         return list(self.claims) + others
+
+    def lab_pods(self) -> list[dict]:
+        """The seat's own pods, and from the occupancy the other seats' pods being deleted that hold a claim."""
+        own = {p["metadata"].get("uid") for p in self.pods}
+        return list(self.pods) + [p for p in self.occupancy_pods if p["metadata"].get("uid") not in own]
 
     def seat_namespaces(self) -> list[dict]:
         """Namespace stubs that name the seat of every namespace in the occupancy (the seat cannot read them)."""
@@ -89,6 +96,7 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
         configmap = api.call("reading the lab's occupancy board", "GET",
                              api.ns_path("configmaps", settings.occupancy), missing_ok=True)
         view.occupancy = read_occupancy(configmap)
+        view.occupancy_pods = read_occupancy_pods(configmap)
         view.occupancy_outside = counts_outside(configmap)
     return view
 
@@ -110,7 +118,7 @@ def explain(view: SeatView, claim: dict, now: datetime.datetime, lease_max: int 
         explain_claim,
     )
     return explain_claim(claim, device_classes=view.device_classes, slices=view.slices, claims=view.lab_claims(),
-                         pods=view.pods, nodes=view.nodes, quotas=view.quotas, namespaces=view.seat_namespaces(),
+                         pods=view.lab_pods(), nodes=view.nodes, quotas=view.quotas, namespaces=view.seat_namespaces(),
                          now=now, lease_max=lease_max, device_taint_rules=view.device_taint_rules)
 
 

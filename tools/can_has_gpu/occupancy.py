@@ -12,6 +12,11 @@ users) is anonymous: no namespace, name, request, selector nor pod, only its
 devices and creation time, so that a seat learns that a GPU is "in use outside
 the seats" (dra/diagnosis.py OUTSIDE_SEATS) and never by whom.
 
+With them go the pods being deleted that a seat's claim is reserved for (`occupancy_pods`), trimmed to what
+tells a holder stuck being deleted on a node that does not answer (dra/objects.py stuck_deleting): a seat
+cannot read the other seats' pods, and without them it would be told to wait for a lease end that frees
+nothing. A pod's name is in its claim's reservedFor already; its node is its GPU's.
+
 The payload carries `"scope": "cluster"`; a ConfigMap an older reaper wrote
 has no scope and counts only the seats' claims (counts_outside() says which),
 and reads as before. The format stays 1: an older can-has-gpu reads the
@@ -87,33 +92,55 @@ def occupancy_claims(seat_namespaces: dict[str, str], claims: list[dict]) -> lis
     return seats + [c for c in anonymous if c is not None]
 
 
-def occupancy_data(rows: list[dict]) -> dict[str, str]:
-    """ConfigMap data: the rows as JSON, stable so that an unchanged occupancy is not written again."""
-    return {OCCUPANCY_KEY: json.dumps({"format": FORMAT, "scope": SCOPE, "claims": rows}, sort_keys=True,
-                                      separators=(",", ":"))}
+def occupancy_pods(seat_namespaces: dict[str, str], claims: list[dict], pods: list[dict]) -> list[dict]:
+    """The pods being deleted that the seats' allocated claims are reserved for: name, namespace, uid, deletion
+    time, node and phase, sorted."""
+    reserved = {r.get("uid") for c in claims if allocated_devices(c)
+                and (c.get("metadata") or {}).get("namespace") in seat_namespaces
+                for r in (c.get("status") or {}).get("reservedFor") or [] if r.get("resource") == "pods"}
+    found = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if meta.get("uid") in reserved and meta.get("deletionTimestamp"):
+            found.append({"metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "deletionTimestamp")},
+                          "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
+                          "status": {"phase": (pod.get("status") or {}).get("phase")}})
+    return sorted(found, key=lambda p: (p["metadata"]["namespace"] or "", p["metadata"]["name"] or ""))
+
+
+def occupancy_data(rows: list[dict], pods: list[dict] | None = None) -> dict[str, str]:
+    """ConfigMap data: the rows (and the pods of occupancy_pods) as JSON, stable so that an unchanged occupancy is
+    not written again."""
+    return {OCCUPANCY_KEY: json.dumps({"format": FORMAT, "scope": SCOPE, "claims": rows, "pods": pods or []},
+                                      sort_keys=True, separators=(",", ":"))}
+
+
+def _payload(configmap: dict | None) -> dict | None:
+    try:
+        payload = json.loads(((configmap or {}).get("data") or {}).get(OCCUPANCY_KEY) or "")
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) and payload.get("format") == FORMAT else None
 
 
 def read_occupancy(configmap: dict | None) -> list[dict] | None:
     """The claims in an occupancy ConfigMap; None when there is no (readable) one."""
-    if not configmap:
-        return None
-    try:
-        payload = json.loads((configmap.get("data") or {}).get(OCCUPANCY_KEY) or "")
-    except ValueError:
-        return None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT or not isinstance(payload.get("claims"), list):
+    payload = _payload(configmap)
+    if payload is None or not isinstance(payload.get("claims"), list):
         return None
     return [c for c in payload["claims"] if isinstance(c, dict) and isinstance(c.get("metadata"), dict)]
+
+
+def read_occupancy_pods(configmap: dict | None) -> list[dict]:
+    """The pods in an occupancy ConfigMap (none in one an older reaper wrote)."""
+    pods = (_payload(configmap) or {}).get("pods")
+    return [p for p in pods if isinstance(p, dict) and isinstance(p.get("metadata"), dict)] if isinstance(pods, list) else []
 
 
 def counts_outside(configmap: dict | None) -> bool:
     """Whether an occupancy ConfigMap counts the devices in use outside the seats (this reaper's, scope cluster);
     False for one an older reaper wrote (the seats' claims only), or none."""
-    try:
-        payload = json.loads(((configmap or {}).get("data") or {}).get(OCCUPANCY_KEY) or "")
-    except ValueError:
-        return False
-    return isinstance(payload, dict) and payload.get("scope") == SCOPE
+    return (_payload(configmap) or {}).get("scope") == SCOPE
 
 
 def outside_devices(claims: list[dict], driver: str) -> int:

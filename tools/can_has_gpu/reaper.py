@@ -30,7 +30,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat.reaper import
 
 from . import __version__
 from .api import Api, Refusal
-from .occupancy import occupancy_claims, occupancy_data
+from .occupancy import occupancy_claims, occupancy_data, occupancy_pods
 from .settings import SettingsError, load_settings
 
 LOG = logging.getLogger("dralab-lease-reaper")
@@ -69,7 +69,7 @@ class Reaper:
                 continue
             released.add((action["namespace"], action["claim"]))
         remaining = [c for c in claims if (c["metadata"].get("namespace"), c["metadata"]["name"]) not in released]
-        self.publish(seats, occupancy_claims(seats, remaining))
+        self.publish(seats, occupancy_claims(seats, remaining), occupancy_pods(seats, remaining, pods))
         return actions
 
     def release(self, action: dict) -> None:
@@ -88,8 +88,8 @@ class Reaper:
         self.api.call(f"deleting claim {ns}/{action['claim']}", "DELETE",
                       self.api.ns_path("resourceclaims", action["claim"], ns), body, missing_ok=True)
 
-    def publish(self, seats: dict[str, str], rows: list[dict]) -> None:
-        data = occupancy_data(rows)
+    def publish(self, seats: dict[str, str], rows: list[dict], pods: list[dict] | None = None) -> None:
+        data = occupancy_data(rows, pods)
         if time.monotonic() - self.refreshed > OCCUPANCY_REFRESH:
             # Rewrite every occupancy ConfigMap now and then: one a seat edited or a reset deleted comes back.
             self.written.clear()

@@ -95,6 +95,8 @@ def holder_phrase(holder):
         pods = ', '.join('%s %s' % ('pod %s/%s' % (holder['namespace'], s['pod']) if holder.get('seat') else 'its pod',
                                     s['why']) for s in stuck)
         after += ', held while %s (only a forced deletion of the pod frees it: ask the instructor)' % pods
+    elif holder.get('node_blocked'):  # the pod cannot go to that node now, so its release does not help
+        after += ', on a node the pod cannot use now (%s is %s)' % (where, holder['node_blocked'])
     return before, holder.get('age') or 'unknown time', after
 
 
@@ -106,8 +108,10 @@ def holders_text(holders):
 
 
 def first_lease(holders):
-    """The holder whose lease ends first (seat claims only, not those held by a pod stuck being deleted), or None."""
-    leased = [h for h in holders if h.get('seat') and not h.get('stuck') and parse_time(h.get('lease_until')) is not None]
+    """The holder whose lease ends first (seat claims only, not those held by a pod stuck being deleted nor those on a
+    node the pod cannot use now), or None."""
+    leased = [h for h in holders if h.get('seat') and not h.get('stuck') and not h.get('node_blocked')
+              and parse_time(h.get('lease_until')) is not None]
     return min(leased, key=lambda h: parse_time(h['lease_until'])) if leased else None
 
 

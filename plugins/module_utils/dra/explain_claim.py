@@ -478,7 +478,10 @@ class ClaimExplanation:
                 return _finding('nodes_not_ready', (
                     'the free matching %s (%s) are on nodes the pod cannot use: %s; the others are in use.'
                     % (noun, shown, join_names(['%s is %s' % (n, blocked[n]) for n in nodes]))))
-        holders = self._row(plan)['holders']
+        # A holder on a node the pod cannot use now: its release would not let the pod start there. The holders
+        # whose release helps are named first.
+        holders = sorted((dict(h, node_blocked=blocked[h['node']]) if h.get('node') in blocked else h
+                          for h in self._row(plan)['holders']), key=lambda h: bool(h.get('node_blocked')))
         return _finding('all_matching_in_use', self._in_use_sentence(plan, label, want, free, noun, holders),
                         holders=holders)
 

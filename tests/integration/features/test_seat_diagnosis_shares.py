@@ -7,14 +7,13 @@ the 20Gi share is allocated once one of the instructor's claims is released."""
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
 from kubernetes import client
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import SHARED_CLASS
-from diagnosis_seen import Seen, create_as, instructor_holding, record_fixture, seat_tools
+from diagnosis_seen import Seen, ageless, create_as, instructor_holding, record_fixture, seat_tools
 from k8s_helpers import allocated, claim_body, pod_body, resource_api, wait_for, wait_pod_unschedulable
 from seat_demo import SEAT
 
@@ -53,11 +52,6 @@ def shares(control_plane, workshop, tmp_path_factory):
         time.sleep(5)  # the scheduler has had its chances at the 100Gi share too
         seen["huge"] = resource.read_namespaced_resource_claim("huge", SEAT)
         yield seen
-
-
-def ageless(sentence: str) -> str:
-    """The sentence without the holders' ages ("for 7s"): the tools read the lab seconds apart."""
-    return re.sub(r" for \d+[smhd]\b", " for AGE", sentence)
 
 
 def told(shares, name):

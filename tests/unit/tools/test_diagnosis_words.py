@@ -14,7 +14,7 @@ import pytest
 from can_has_gpu import cli, service
 from can_has_gpu.lab import SeatView
 from can_has_gpu.objects import claim_body, memory_selector
-from can_has_gpu.occupancy import occupancy_claims, occupancy_data, read_occupancy
+from can_has_gpu.occupancy import occupancy_claims, occupancy_data, occupancy_pods, read_occupancy, read_occupancy_pods
 from can_has_gpu.settings import load_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
@@ -77,17 +77,21 @@ def seat_view_of(objects, seat):
     """What can-has-gpu sees as a seat: its own claims, pods and templates, the devices, and the reaper's occupancy
     of every seat's allocated claims."""
     seats = {ns["metadata"]["name"]: ns["metadata"]["name"] for ns in objects["namespaces"]}
-    occupancy = read_occupancy({"data": occupancy_data(occupancy_claims(seats, objects["claims"]))})
+    configmap = {"data": occupancy_data(occupancy_claims(seats, objects["claims"]),
+                                        occupancy_pods(seats, objects["claims"], objects["pods"]))}
     own = [c for c in objects["claims"] if c["metadata"]["namespace"] == seat]
     pods = [p for p in objects["pods"] if p["metadata"]["namespace"] == seat]
     return SeatView(seat, copy.deepcopy(own), copy.deepcopy(pods), objects["slices"], objects["device_classes"],
-                    objects["nodes"], [], occupancy, [])
+                    objects["nodes"], [], read_occupancy(configmap), [], occupancy_pods=read_occupancy_pods(configmap))
 
 
 @pytest.fixture(name="tools")
 def tools_fixture(monkeypatch):
     """dra_health's report and the board of the lab, and why(seat) as can-has-gpu runs it for that seat."""
-    objects = lab()
+    return tools_of(lab(), monkeypatch)
+
+
+def tools_of(objects, monkeypatch):
     settings = load_settings()
     built = board_build.build(objects, now=NOW, board={"lease_max": settings.lease_max}, lease_max=settings.lease_max)
     seat = {}
@@ -172,3 +176,37 @@ def test_a_pod_that_waits_for_a_missing_claim_is_told_the_same_everywhere(tools,
     assert capsys.readouterr().out == "P" + answer["sentence"][1:] + "\n"
     assert main("user07", "status", "-o", "json") == 0
     assert [f["pod"] for f in json.loads(capsys.readouterr().out)["pods_waiting"]] == ["train"]
+
+
+def test_a_holder_stuck_being_deleted_is_named_the_same_everywhere(monkeypatch):
+    """user01's holder pod is being deleted on node-1, whose kubelet stopped answering: its GPU stays held until
+    somebody forces the pod out, and no lease end frees it. A seat cannot read user01's pods: the reaper's occupancy
+    carries that pod, so can-has-gpu tells user05 what dra_health and the board tell."""
+    objects = lab()
+    holder = next(p for p in objects["pods"] if p["metadata"]["namespace"] == "user01")
+    holder["metadata"]["deletionTimestamp"] = "2026-12-01T11:50:00Z"
+    objects["nodes"][0]["status"]["conditions"][0]["status"] = "Unknown"
+    tools = tools_of(objects, monkeypatch)
+    health, row, answer = told(tools, "user05")
+    sentence = health["explain_sentence"]
+    assert health["verdict"] == row["verdict"] == answer["verdict"]
+    assert board_page.words(row["sentence"], tools[1]["generated"]) == answer["sentence"] == sentence
+    assert "user01/gpu-held" in sentence and "being deleted on node-1" in sentence, sentence
+
+
+def test_a_claim_waits_for_the_holders_on_nodes_its_pod_can_use(monkeypatch):
+    """node-1 is NotReady: user01's and user02's GPUs there would not let user05's pod start when released, so the
+    holders on node-2 are named first and user03's lease, not user01's, is the first one that helps."""
+    objects = lab()
+    objects["nodes"][0]["status"]["conditions"][0]["status"] = "False"
+    tools = tools_of(objects, monkeypatch)
+    health, row, answer = told(tools, "user05")
+    sentence = health["explain_sentence"]
+    assert health["verdict"] == row["verdict"] == answer["verdict"] == "waits"
+    assert board_page.words(row["sentence"], tools[1]["generated"]) == answer["sentence"] == sentence
+    assert sentence == (
+        "4 GPUs match; all are in use: gpu-0 on node-2 by user03/gpu-held for 1h30m (lease until "
+        "2026-12-01T15:00:00Z), gpu-1 on node-2 by user04/gpu-held for 30m (lease until 2026-12-01T16:00:00Z), "
+        "gpu-0 on node-1 by user01/gpu-held for 3h30m (lease until 2026-12-01T13:00:00Z), on a node the pod cannot "
+        "use now (node-1 is NotReady), and 1 more. Wait until one of them is released: the first of their leases "
+        "ends at 2026-12-01T15:00:00Z (user03/gpu-held).")

@@ -12,9 +12,11 @@ from can_has_gpu.occupancy import (
     free_devices,
     occupancy_claims,
     occupancy_data,
+    occupancy_pods,
     outside_devices,
     published_devices,
     read_occupancy,
+    read_occupancy_pods,
 )
 
 
@@ -101,3 +103,31 @@ def test_only_the_newest_generation_of_a_pool_is_published():
     new["spec"]["pool"].update(generation=2, resourceSliceCount=1)
     assert [d for _n, _p, d in published_devices([old, new], "gpu.example.com")] == [f"gpu-{i}" for i in range(6)]
     assert len(free_devices([old, new], [claim("a", "user01", ("worker1", "gpu-7"))], "gpu.example.com")) == 6
+
+
+def pod(name, ns, uid, deleting=True, node="worker1"):
+    meta = {"name": name, "namespace": ns, "uid": uid, "labels": {"secret-label": "x"}, "annotations": {"a": "b"}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-12-01T11:00:00Z"
+    return {"metadata": meta, "spec": {"nodeName": node, "containers": [{"name": "main", "image": "secret-image"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1"}}
+
+
+def test_occupancy_carries_the_pods_being_deleted_that_hold_a_seats_claim_trimmed():
+    held = claim("a", "user01", ("worker1", "gpu-3"))  # reserved for uid u1
+    outside = claim("c", "instructor-demos", ("worker1", "gpu-4"))
+    outside["status"]["reservedFor"][0]["uid"] = "u3"
+    pending = claim("b", "user02")
+    pending["status"]["reservedFor"][0]["uid"] = "u2"
+    pods = [pod("a-holder", "user01", "u1"), pod("b-holder", "user02", "u2"), pod("c-holder", "instructor-demos", "u3"),
+            pod("live", "user01", "u4", deleting=False)]
+    seats = {"user01": "user01", "user02": "user02"}
+    found = occupancy_pods(seats, [held, outside, pending], pods)
+    assert found == [{"metadata": {"name": "a-holder", "namespace": "user01", "uid": "u1",
+                                   "deletionTimestamp": "2026-12-01T11:00:00Z"},
+                      "spec": {"nodeName": "worker1"}, "status": {"phase": "Running"}}]
+    configmap = {"data": occupancy_data(occupancy_claims(seats, [held]), found)}
+    assert read_occupancy_pods(configmap) == found
+    # An occupancy of an older reaper has no pods; one without any reads as none.
+    assert read_occupancy_pods({"data": {OCCUPANCY_KEY: json.dumps({"format": 1, "claims": []})}}) == []
+    assert read_occupancy_pods(None) == [] and read_occupancy_pods({"data": {OCCUPANCY_KEY: "{"}}) == []
