@@ -10,7 +10,10 @@ Seats (one claim each: a seat may hold one GPU):
 - user64: a pod with a scheduling gate (gated: the scheduler does not try it); once the gate is removed, the
   scheduler allocates the claim;
 - user65: a pod whose claim from a template the API refuses to make, the seat holding its one claim already
-  (pod_claim_refused, with the resource claim controller's FailedResourceClaimCreation words).
+  (pod_claim_refused, with the resource claim controller's FailedResourceClaimCreation words);
+- user53: a pod whose claim fits now but which requires the company of a pod that does not run anywhere
+  (inter-pod affinity: pod_unschedulable, in the scheduler's words); once such a pod runs, the scheduler
+  allocates the claim.
 The instructor's namespace (claims of several devices, which a seat may not make; can-has-gpu never sees them):
 - nine: 9 GPUs in one claim on nodes of 8 (never_fits, too_few_per_node);
 - pair: two GPUs with the same uuid (matchAttribute; never_fits, constraint_unsatisfiable).
@@ -31,8 +34,9 @@ from diagnosis_seen import Seen, create_as, record_fixture
 from k8s_helpers import (DRIVER, allocated, claim_body, clear_namespaces, pod_body, resource_api, template_body,
                          wait_for, wait_pod_unschedulable)
 
-NOCLASS, AFFINITY, SHARED, GATED, REFUSED = "user61", "user62", "user63", "user64", "user65"
-SEATS = [NOCLASS, AFFINITY, SHARED, GATED, REFUSED]
+NOCLASS, AFFINITY, SHARED, GATED, REFUSED, LONELY = "user61", "user62", "user63", "user64", "user65", "user53"
+SEATS = [NOCLASS, AFFINITY, SHARED, GATED, REFUSED, LONELY]
+COMPANY = {"app": "dralab-company"}  # the label of the pod user53's pod must run beside
 INSTRUCTOR = "dralab-diagnosis-table"
 SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_image": "busybox:1.37",
             "default_class": lab_settings.default("dralab_device_classes")[0]["name"], "driver": DEFAULT_DRIVER}
@@ -95,9 +99,12 @@ def built(control_plane, workshop, tool):
                   pods=[with_spec(pod_body("gated", claim="gated"), schedulingGates=[{"name": GATE}])])
         create_as(workshop, REFUSED, [claim_body("held")], templates=[template_body("two")],
                   pods=[pod_body("two", template="two")])
+        create_as(workshop, LONELY, [claim_body("lonely")], pods=[with_spec(pod_body("lonely", claim="lonely"), affinity={
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": COMPANY}, "topologyKey": "kubernetes.io/hostname"}]}})])
 
         for ns, pod in ((INSTRUCTOR, "nine"), (INSTRUCTOR, "pair"), (NOCLASS, "noclass"), (AFFINITY, "nowhere"),
-                        (SHARED, "second")):
+                        (SHARED, "second"), (LONELY, "lonely")):
             wait_pod_unschedulable(admin, ns, pod)
         wait_for("the refusal of user65's claim", lambda: [
             e for e in core.list_namespaced_event(REFUSED).items if e.reason == "FailedResourceClaimCreation"])
@@ -116,6 +123,15 @@ def built(control_plane, workshop, tool):
                                           (AFFINITY, "nowhere"))}
         seen["second"] = core.read_namespaced_pod("second", SHARED)
         seen["refused_claims"] = resource_api(admin).list_namespaced_resource_claim(REFUSED).items
+        # The company user53's pod asks for: a pod of the seat with that label, and no claim.
+        company = pod_body("company")
+        company["spec"].pop("resourceClaims")
+        company["spec"]["containers"][0].pop("resources")
+        company["metadata"]["labels"] = COMPANY
+        create_as(workshop, LONELY, pods=[company])
+        seen["lonely"] = wait_for("user53/lonely allocated once its company runs", lambda: (
+            c if allocated(c := resource_api(admin).read_namespaced_resource_claim("lonely", LONELY)) else None),
+            timeout=90)
         yield seen
     finally:
         clear_namespaces(admin, SEATS + [INSTRUCTOR])
@@ -235,3 +251,23 @@ def test_a_claim_the_admission_policy_refused_to_make(table, record):
     assert told["two"]["verdict"] == "refused", answer.describe()
     assert same_name(told["two"]["sentence"]) == same_name(health["reason"]), answer.describe()
     assert [c.metadata.name for c in table["refused_claims"]] == ["held"]
+
+
+def test_a_claim_that_fits_whose_pod_fits_no_node_is_told_so_by_every_tool(table, record):
+    seen = table["seen"]
+    record.add("A claim that fits, whose pod's own affinity fits no node", seen, f"ResourceClaim {LONELY}/lonely", LONELY,
+               outcome="its company running: " + outcome(table["lonely"]))
+    health = claim_told(seen, LONELY, "lonely")
+    told = seen.why[LONELY]
+    assert (health["verdict"], health["explain_reason"]) == ("pod_unschedulable", "allocatable"), health
+    assert health["explain_sentence"] == told.json()["sentence"] and told.json()["verdict"] == "pod_unschedulable"
+    assert re.fullmatch(
+        r"can be allocated now \(for example gpu-\d+ on node-\d\), but the scheduler finds no node for pod "
+        rf"{LONELY}/lonely itself: 3 node\(s\) didn't match pod affinity rules\. Change the pod: ask for what a node "
+        r"has room for \(its cpu, memory and ports\) and relax its affinity and spread rules; ask the instructor if "
+        r"the nodes should have room\.", health["explain_sentence"]), health["explain_sentence"]
+    assert health["scheduler_said"] == told.json()["scheduler_said"] and "didn't match pod affinity rules" in \
+        health["scheduler_said"]
+    assert told.rc == 5, told.describe()
+    # The scheduler agrees: the claim is allocated once the company its pod asks for runs.
+    assert allocated(table["lonely"])

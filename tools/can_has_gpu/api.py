@@ -29,7 +29,7 @@ _HELD = re.compile(r"already holds (\d+) of (\d+) GPU claim")
 EXIT_REFUSED, EXIT_USAGE, EXIT_NO_GPU, EXIT_API, EXIT_NEVER_FITS = 1, 2, 3, 4, 5
 
 # The verdicts (plugins/module_utils/dra/diagnosis.py) that only a changed request mends: exit EXIT_NEVER_FITS.
-CHANGE_VERDICTS = ("never_fits", "claim_missing", "claim_elsewhere", "refused", "other_scheduler")
+CHANGE_VERDICTS = ("never_fits", "claim_missing", "claim_elsewhere", "refused", "other_scheduler", "pod_unschedulable")
 
 
 class Refusal(Exception):

@@ -11,7 +11,8 @@ status:
   4  the API cannot be reached or refuses your credentials
   5  the request never fits the lab as asked (no GPU is that large, no class
      of that name, ...; or a pod of yours waits for a claim that does not
-     exist): waiting does not help, change the request as the sentence says
+     exist, or fits no node for its own cpu, memory or affinity): waiting
+     does not help, change the request or the pod as the sentence says
 reserve refuses a request that never fits at once, before it makes anything;
 why exits 0 when the claim has (or can get) its GPU, else 3 or 5 as above.
 """
@@ -39,7 +40,7 @@ examples:
   can-has-gpu status --output json         every command speaks JSON too
 
 exit status: 0 done, 1 refused, 2 bad usage, 3 no GPU now (wait: the sentence says for whom and how long),
-4 the API unreachable or refusing you, 5 never fits as asked (change the request: the sentence says how)
+4 the API unreachable or refusing you, 5 never fits as asked (change the request or the pod: the sentence says how)
 """
 
 
@@ -150,7 +151,8 @@ def cmd_status(args, settings, out) -> int:
 def cmd_why(args, settings, out) -> int:
     answer = service.why(args.kubeconfig, settings, args.claim)
     out.result(answer, render.why_text(answer))
-    if answer.get("allocatable") and answer.get("verdict") not in ("gated", "other_scheduler"):  # fits, not tried
+    # Fits, and the scheduler tries it (no gate, its scheduler runs, its pod fits some node).
+    if answer.get("allocatable") and answer.get("verdict") not in ("gated", "other_scheduler", "pod_unschedulable"):
         return 0
     return EXIT_NEVER_FITS if answer.get("verdict") in CHANGE_VERDICTS else EXIT_NO_GPU
 

@@ -52,7 +52,7 @@ th, td { text-align:left; padding:.25em .6em; border-bottom:1px solid var(--line
 th { color:var(--dim); font-weight:600; }
 .error { color:#ff8a80; } .warning { color:#ffd180; }
 .problems li { margin:.3em 0; }
-.evidence { font-size:.85em; } .verdict.never_fits, .verdict.claim_missing { color:#ff8a80; }
+.evidence { font-size:.85em; } .verdict.never_fits, .verdict.claim_missing, .verdict.pod_unschedulable { color:#ff8a80; }
 #status.live { color:#69f0ae; } #status.down { color:#ff8a80; }
 .cols { display:grid; grid-template-columns:repeat(auto-fit, minmax(28em, 1fr)); gap:0 2em; }
 """

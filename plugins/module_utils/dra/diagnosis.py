@@ -32,6 +32,7 @@ VERDICTS = {
     'claim_elsewhere': ('change', "cannot go where its claim's devices are"),
     'gated': ('wait', 'waits for its scheduling gates'),
     'other_scheduler': ('change', 'waits for a scheduler that does not run'),
+    'pod_unschedulable': ('change', 'fits, but its pod fits no node'),
 }
 
 # The verdict of each reason code of dra/explain.py REASONS; None: whether the claim fits once the devices in use
@@ -76,6 +77,14 @@ LAB_SCHEDULERS = ('default-scheduler',)
 OTHER_SCHEDULER = ("The lab's scheduler (%s) never tries pod %s: its schedulerName is %s, a scheduler that does not "
                    "run in the lab. Change the pod: drop its schedulerName (or set it to %s); ask the instructor if %s "
                    "should run.")
+
+# A pod whose claim fits now but whom the scheduler places on no node for reasons of its own (cpu, memory, pods,
+# ports, inter-pod affinity, topology spread, volumes: what the explainer does not model), in the scheduler's words.
+POD_UNSCHEDULABLE = ('%s, but the scheduler finds no node for pod %s itself: %s.')
+POD_UNSCHEDULABLE_ADVICE = ("Change the pod: ask for what a node has room for (its cpu, memory and ports) and relax "
+                            "its affinity and spread rules; ask the instructor if the nodes should have room.")
+# The scheduler's words for a node its DRA filter refused (the claims), as opposed to every other filter.
+CLAIM_FILTER_WORDS = ('cannot allocate all claims', 'resourceclaim', 'dynamicresources')
 
 # The holders a sentence names; the others are counted.
 HOLDERS_IN_SENTENCE = 3
@@ -145,7 +154,28 @@ def other_scheduler_advice(pod_ref, scheduler):
     return OTHER_SCHEDULER % (LAB_SCHEDULERS[0], pod_ref, scheduler, LAB_SCHEDULERS[0], scheduler)
 
 
-def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True, now=None, gated=None, scheduler=None):
+def pod_blockers(said):
+    """The reasons of a scheduler message ("0/3 nodes are available: 3 Insufficient cpu. preemption: ...") that are
+    not about the pod's claims, when they keep it off every node (their node counts add up to all the nodes); else
+    []. A message that names the claims for some nodes may be older than the devices freed since: then []."""
+    if not said or not said.startswith('0/') or ': ' not in said:
+        return []
+    try:
+        total = int(said[2:].split(' ', 1)[0])
+    except ValueError:
+        return []
+    # The reasons end with the first sentence; then "preemption: ..." or "still not schedulable, preemption: ...".
+    reasons = [part.strip() for part in said.split(': ', 1)[1].split('. ', 1)[0].rstrip('.').split(', ')]
+    others = [part for part in reasons if part and not any(w in part.lower() for w in CLAIM_FILTER_WORDS)]
+    counted = 0
+    for part in others:
+        number = part.split(' ', 1)[0]
+        counted += int(number) if number.isdigit() else 0
+    return others if len(others) == len(reasons) and counted >= total > 0 else []
+
+
+def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True, now=None, gated=None, scheduler=None,
+             unschedulable=None):
     """The diagnosis of a claim: verdict, action, headline, cause, advice and the sentence of both.
 
     reason: a reason code of REASON_VERDICTS; cause: the explainer's sentence; advice / verdict: the explainer's
@@ -155,7 +185,9 @@ def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True,
     fit (now or once devices are free) waits for them, as the scheduler does not try the pod before; scheduler:
     (pod namespace/name, schedulerName) of the claim's pod when it names a scheduler the lab does not run
     (other_scheduler): such a claim waits for ever, gates or not, and whatever blocks the lab's nodes for now, so
-    this verdict comes first (a claim that never fits as asked is still told so).
+    this verdict comes first (a claim that never fits as asked is still told so); unschedulable: (pod namespace/name,
+    pod_blockers of its scheduler message) when the scheduler places that pod on no node for reasons of its own: a
+    claim that fits now is told that its pod does not (pod_unschedulable).
     """
     verdict = verdict or REASON_VERDICTS.get(reason) or 'undecided'
     holders = list(holders)
@@ -163,6 +195,9 @@ def diagnose(reason, cause, advice=None, verdict=None, holders=(), has_pod=True,
         verdict, advice = 'other_scheduler', other_scheduler_advice(*scheduler)
     elif gated and gated[1] and verdict in ('fits_now', 'waits', 'undecided'):
         verdict, advice = 'gated', gated_advice(*gated)
+    elif unschedulable and unschedulable[1] and verdict == 'fits_now':
+        verdict, advice = 'pod_unschedulable', POD_UNSCHEDULABLE_ADVICE
+        cause = POD_UNSCHEDULABLE % (cause.rstrip('.'), unschedulable[0], ', '.join(unschedulable[1]))
     if advice is None:
         if verdict == 'waits':
             advice = wait_advice(holders, now)

@@ -50,7 +50,7 @@ from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import other_scheduler
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import other_scheduler, pod_blockers, scheduler_message
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.explain_claim import ClaimExplanation, request_expressions
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import (
     PodIndex,
@@ -375,8 +375,9 @@ class Explainer:
         consumers = self.pods.consumers(claim)
         live = [p for p in consumers if (p.get('status') or {}).get('phase') not in TERMINATED_PHASES]
         pod = (live or consumers or [None])[0]
-        if pod is not None and ((pod.get('spec') or {}).get('schedulingGates') or other_scheduler(pod)):
-            return None  # its answer names its pod (gated, other_scheduler)
+        if pod is not None and ((pod.get('spec') or {}).get('schedulingGates') or other_scheduler(pod)
+                                or pod_blockers(scheduler_message(pod))):
+            return None  # its answer names its pod (gated, other_scheduler, pod_unschedulable)
         spec = None if pod is None else dict((k, (pod.get('spec') or {}).get(k))
                                              for k in ('tolerations', 'nodeName', 'nodeSelector', 'affinity'))
         return json.dumps([(claim.get('spec') or {}).get('devices'), spec], sort_keys=True, default=str)

@@ -18,6 +18,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis impo
     diagnose,
     holders_text,
     other_scheduler,
+    pod_blockers,
+    scheduler_message,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import TERMINATED_PHASES
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import node_blocker, tolerated
@@ -89,9 +91,10 @@ class ClaimExplanation:
         pod_ref = '%s/%s' % (self.ns, object_meta(self.pod).get('name'))
         gated = (pod_ref, gates) if gates else None
         scheduler = (pod_ref, other_scheduler(self.pod)) if other_scheduler(self.pod) else None
+        blockers = pod_blockers(scheduler_message(self.pod))
         out.update(diagnose(reason, cause, advice=finding.get('advice'), verdict=finding.get('verdict'),
                             holders=finding.get('holders') or (), has_pod=self.pod is not None, now=self.x.now,
-                            gated=gated, scheduler=scheduler))
+                            gated=gated, scheduler=scheduler, unschedulable=(pod_ref, blockers) if blockers else None))
         out.update(extra)
         return out
 

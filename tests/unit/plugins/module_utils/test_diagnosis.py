@@ -318,3 +318,42 @@ def test_a_pod_whose_node_affinity_matches_no_node_never_fits_and_is_told_to_cha
     assert answer['advice'] == ('Change the pod: its nodeName, nodeSelector or node affinity keeps it off the nodes '
                                 'that have these devices.')
     assert 'preferred node affinity of the pod' not in answer['not_modeled']
+
+
+def said_pod(target, message):
+    pod = pod_for(target)
+    pod['status']['conditions'][0]['message'] = message
+    return pod
+
+
+CPU = ('0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 No preemption victims '
+       'found for incoming pod.')
+
+
+def test_a_claim_that_fits_whose_pod_fits_no_node_is_told_to_change_the_pod(lab):
+    """The explainer models the devices and where the pod may go, not its cpu, memory, ports or inter-pod affinity:
+    when the scheduler says those keep the pod off every node, that is the answer, not "fits now"."""
+    target = claim('hungry')
+    answer = explain(lab, target, pods=[said_pod(target, CPU)])
+    assert (answer['verdict'], answer['action'], answer['headline']) == (
+        'pod_unschedulable', 'change', 'fits, but its pod fits no node')
+    assert answer['sentence'] == (
+        'can be allocated now (for example gpu-2 on node1), but the scheduler finds no node for pod user05/train-1 '
+        'itself: 3 Insufficient cpu. Change the pod: ask for what a node has room for (its cpu, memory and ports) and '
+        'relax its affinity and spread rules; ask the instructor if the nodes should have room.'), answer['sentence']
+    mixed = '0/3 nodes are available: 1 Insufficient memory, 2 node(s) didn\'t match pod anti-affinity rules. preemption: x'
+    assert diagnosis.pod_blockers(mixed) == ['1 Insufficient memory', "2 node(s) didn't match pod anti-affinity rules"]
+    assert explain(lab, target, pods=[said_pod(target, mixed)])['verdict'] == 'pod_unschedulable'
+    still = ("0/3 nodes are available: 3 node(s) didn't match pod affinity rules. still not schedulable, preemption: "
+             "0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+    assert diagnosis.pod_blockers(still) == ["3 node(s) didn't match pod affinity rules"]
+    # The claims' own refusal, or a message that still names them for some nodes (older than GPUs freed since), or
+    # reasons for only some of the nodes: the devices decide, as before.
+    for message in (pod_for(target)['status']['conditions'][0]['message'],
+                    '0/3 nodes are available: 1 Insufficient cpu, 2 cannot allocate all claims. preemption: x',
+                    '0/3 nodes are available: 2 Insufficient cpu. preemption: x'):
+        assert explain(lab, target, pods=[said_pod(target, message)])['verdict'] == 'fits_now', message
+    # A claim that waits, or never fits, is told so whatever else keeps its pod off the nodes.
+    assert explain(lab, target, claims=fill_lab(lab), pods=[said_pod(target, CPU)])['verdict'] == 'waits'
+    big = claim('big', requests=[request(selectors=[MEMORY % '100Gi'])])
+    assert explain(lab, big, pods=[said_pod(big, CPU)])['verdict'] == 'never_fits'
