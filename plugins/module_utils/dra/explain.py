@@ -15,7 +15,7 @@ the current state:
 - DeviceClass and request selectors (CEL, via dra_cel), per request;
 - ExactCount and All, firstAvailable subrequests, adminAccess;
 - devices already allocated to other claims (status.allocation);
-- matchAttribute constraints;
+- matchAttribute and distinctAttribute constraints;
 - one node for the whole claim: node-local slices, nodeSelector / allNodes
   slices, node readiness, unschedulable nodes and NoSchedule/NoExecute taints
   (tolerated only by what the consumer pod tolerates), the consumer pod's
@@ -24,7 +24,8 @@ the current state:
 
 - shared devices (allowMultipleAllocations, consumable capacity): a shared
   device is free for a request while what it asks (capacity.requests, else the
-  device's requestPolicy default, else all of it) fits beside the
+  device's requestPolicy default, else all of it; raised to the policy's
+  minimum, step or next valid value: objects.share_consumed) fits beside the
   consumedCapacity of the claims that hold it;
 - device taints (the device's own and those of DeviceTaintRules) with effect
   NoSchedule or NoExecute, tolerated only by the request's tolerations;
@@ -36,10 +37,10 @@ the current state:
   other partitions).
 
 Not modeled (listed in every answer under `not_modeled` when it matters):
-the rounding of capacity requests to
-a requestPolicy's step, two requests of one claim sharing one device,
-distinctAttribute constraints, preferred node affinity, CPU/memory fit of the pod and CEL
-functions dra_cel does not evaluate.
+two requests of one claim sharing one device,
+preferred node affinity, CPU/memory fit of the pod (the scheduler's own words
+tell when they keep the pod off every node: dra/diagnosis.py pod_blockers) and
+CEL functions dra_cel does not evaluate.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
     build_pools,
     capacity_rows,
     device_taints,
+    share_consumed,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import UNTOLERATED_EFFECTS, node_selector_matches
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import natural_key
@@ -252,11 +254,9 @@ class Explainer:
         """Whether a share asking requests ({capacity: quantity}) fits on a shared device beside its holders."""
         for row in capacity_rows(device.spec, self.consumed.get(device.key, [])):
             entry = (device.spec.get('capacity') or {}).get(row['name']) or {}
-            asked = requests.get(row['name'])
-            if asked is None:
-                asked = ((entry.get('requestPolicy') or {}).get('default')) or entry.get('value')
             try:
-                if parse_quantity(asked) > parse_quantity(entry.get('value')) - parse_quantity(row['used']):
+                if share_consumed(entry, requests.get(row['name'])) > \
+                        parse_quantity(entry.get('value')) - parse_quantity(row['used']):
                     return False
             except ValueError:
                 return False
@@ -264,15 +264,20 @@ class Explainer:
 
     def capacity_short(self, device, requests):
         """(capacity, what the device has at most) for the first capacity a request asks ({capacity: quantity}) more of
-        than the device could ever give (its value, or its requestPolicy's validRange max), else None. A capacity
+        than the device could ever give (its value, or its requestPolicy's validRange max or largest valid value), else
+        None. A capacity
         the device does not have at all gives (capacity, None)."""
         for name in sorted(requests):
             entry = (device.spec.get('capacity') or {}).get(name)
             if entry is None:
                 return name, None
-            most = ((entry.get('requestPolicy') or {}).get('validRange') or {}).get('max') or entry.get('value')
+            policy = entry.get('requestPolicy') or {}
+            most = (policy.get('validRange') or {}).get('max') or \
+                (max(policy['validValues'], key=parse_quantity) if policy.get('validValues') else None) or \
+                entry.get('value')
             try:
-                if parse_quantity(requests[name]) > parse_quantity(most):
+                # The amount asked, or what the policy's minimum, step or valid values raise it to.
+                if max(parse_quantity(requests[name]), share_consumed(entry, requests[name])) > parse_quantity(most):
                     return name, most
             except ValueError:
                 continue

@@ -149,9 +149,6 @@ class ClaimExplanation:
         return self.result(False, 'allocated', 'already allocated: %s.' % (join_names(devices) or 'no devices'))
 
     def _note_unmodeled(self):
-        for constraint in self.constraints:
-            if constraint.get('distinctAttribute'):
-                self.not_modeled.append('distinctAttribute constraints')
         if self.pod is not None and (((self.pod.get('spec') or {}).get('affinity') or {}).get('nodeAffinity') or {}).get(
                 'preferredDuringSchedulingIgnoredDuringExecution'):
             self.not_modeled.append('preferred node affinity of the pod')
@@ -303,22 +300,21 @@ class ClaimExplanation:
         return self.x.counters_fit([device for plan, device in picks if not plan['admin']], beside_allocated=free_only)
 
     def _constraints_ok(self, picks):
+        """matchAttribute: every device of the named requests has the attribute, all with one value; distinctAttribute:
+        every one has it, each with a value of its own."""
         for constraint in self.constraints:
-            attribute = constraint.get('matchAttribute')
-            if not attribute:
+            match, distinct = constraint.get('matchAttribute'), constraint.get('distinctAttribute')
+            if not match and not distinct:
                 continue
             names = constraint.get('requests') or []
-            seen = None
+            values = []
             for plan, device in picks:
                 if names and plan['request'] not in names and plan['name'] not in names:
                     continue
-                value = device_attribute(device, attribute)
-                if value is None:
+                value = device_attribute(device, match or distinct)
+                if value is None or (match and values and value != values[0]) or (distinct and value in values):
                     return False
-                if seen is None:
-                    seen = value
-                elif value != seen:
-                    return False
+                values.append(value)
         return True
 
     # -- quota --------------------------------------------------------------
@@ -388,12 +384,22 @@ class ClaimExplanation:
         # Would the requests fit without the constraints: now when they fit once free, else once free.
         without, _steps = self._solve(plans, free_only=ever is not None)
         self.constraints = constraints
-        if without is not None and any(c.get('matchAttribute') for c in constraints):
-            attrs = join_names(sorted(set(c['matchAttribute'] for c in self.constraints if c.get('matchAttribute'))))
+        if without is not None and any(c.get('matchAttribute') or c.get('distinctAttribute') for c in constraints):
+            rules = []
+            for kind, words in (('matchAttribute', 'the same %s'), ('distinctAttribute', 'a different %s each')):
+                attrs = sorted(set(c[kind] for c in self.constraints if c.get(kind)))
+                if attrs:
+                    rules.append('%s (%s)' % (words % join_names(attrs), kind))
+            kinds = ' or '.join(kind for kind in ('matchAttribute', 'distinctAttribute')
+                                if any(c.get(kind) for c in self.constraints))
+            # Only distinct values are met by fewer devices; the same value by other selectors (ADVICE's default).
+            advice = None
+            if verdict == 'never_fits' and 'distinctAttribute' in kinds:
+                advice = 'Change the request: drop the %s constraint, or ask for fewer devices in one claim.' % kinds
             return self.result(False, 'constraint_unsatisfiable',
-                               'each request could be served alone, but the requests must get devices with the same '
-                               '%s (matchAttribute) on one node, %s.' % (attrs, when),
-                               _finding('constraint_unsatisfiable', '', verdict, holders=holders))
+                               'each request could be served alone, but the requests must get devices with %s on one '
+                               'node, %s.' % (' and '.join(rules), when),
+                               _finding('constraint_unsatisfiable', '', verdict, advice=advice, holders=holders))
         return self.result(False, 'requests_do_not_fit',
                            'each request could be served alone, but all of them must fit on one node together, %s.'
                            % when, _finding('requests_do_not_fit', '', verdict, holders=holders))

@@ -310,6 +310,30 @@ def capacity_rows(device, consumed):
     return rows
 
 
+def share_consumed(entry, asked=None):
+    """What a share consumes of one capacity of a shared device (its DeviceCapacity entry), as the allocator counts
+    it: the amount asked (none: the requestPolicy's default, else all of it), raised to the requestPolicy's minimum
+    and up to its next step (validRange), or to the smallest valid value at least as large (validValues). A
+    Fraction; ValueError for a quantity that does not parse."""
+    policy = (entry or {}).get('requestPolicy') or {}
+    if asked is None:
+        asked = policy.get('default') or (entry or {}).get('value')
+    amount = parse_quantity(asked)
+    valid_range = policy.get('validRange') or {}
+    if valid_range.get('min') is not None:
+        least = parse_quantity(valid_range['min'])
+        if amount < least:
+            return least
+        if valid_range.get('step') is not None:
+            step = parse_quantity(valid_range['step'])
+            if step > 0:
+                steps = -((least - amount) // step)  # the ceiling of (amount - least) / step
+                return least + steps * step
+        return amount
+    larger = sorted(v for v in (parse_quantity(value) for value in policy.get('validValues') or []) if v >= amount)
+    return larger[0] if larger else amount
+
+
 def taint_text(taint):
     """key=value:Effect of a device taint."""
     value = '=' + str(taint['value']) if taint.get('value') else ''

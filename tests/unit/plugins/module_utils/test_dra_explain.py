@@ -195,6 +195,30 @@ def test_two_requests_with_one_free_gpu_per_node(lab):
     assert answer['verdict'] == 'waits' and answer['sentence'].startswith(answer['cause'] + ' Wait until one of')
 
 
+def test_distinct_attribute_is_met_by_different_gpus_of_one_node(lab):
+    target = claim('two', requests=[request('a'), request('b')],
+                   constraints=[{'requests': ['a', 'b'], 'distinctAttribute': 'gpu.example.com/index'}])
+    answer = explain(lab, target)
+    assert answer['allocatable'] is True and answer['not_modeled'] == [], answer
+
+
+def test_distinct_attribute_no_two_gpus_meet_never_fits(lab):
+    # Every GPU of the lab has the same model: no two of them have different ones.
+    target = claim('two', requests=[request('a'), request('b')],
+                   constraints=[{'requests': ['a', 'b'], 'distinctAttribute': 'gpu.example.com/model'}])
+    answer = explain(lab, target)
+    assert (answer['reason'], answer['verdict']) == ('constraint_unsatisfiable', 'never_fits')
+    assert answer['sentence'] == (
+        'each request could be served alone, but the requests must get devices with a different gpu.example.com/model '
+        'each (distinctAttribute) on one node, and no node has such devices even when all are free. Change the '
+        'request: drop the distinctAttribute constraint, or ask for fewer devices in one claim.'), answer['sentence']
+    both = claim('two', requests=[request('a'), request('b')],
+                 constraints=[{'matchAttribute': 'gpu.example.com/model'}, {'distinctAttribute': 'gpu.example.com/model'}])
+    assert explain(lab, both)['cause'].startswith(
+        'each request could be served alone, but the requests must get devices with the same gpu.example.com/model '
+        '(matchAttribute) and a different gpu.example.com/model each (distinctAttribute) on one node')
+
+
 def test_match_attribute_missing_attribute(lab):
     target = claim('two', requests=[request('a'), request('b')],
                    constraints=[{'matchAttribute': 'example.com/rack'}])
@@ -416,6 +440,29 @@ def test_a_share_larger_than_any_card_never_fits(lab):
             device['capacity']['memory']['requestPolicy']['validRange']['max'] = '40Gi'
     answer = explain(lab, claim('big', requests=[sharing('60Gi', '10')]))
     assert answer['verdict'] == 'never_fits' and '(the largest has 40Gi)' in answer['sentence'], answer['sentence']
+
+
+def test_a_share_is_counted_as_the_request_policy_raises_it(lab):
+    """What a share consumes is its request raised to the policy's minimum and next step (validRange), or to the next
+    valid value (validValues): 30Gi of node1/gpu-0's 80Gi are taken, 50Gi free."""
+    shared_lab(lab)
+    for rslice in lab['slices']:
+        for device in rslice['spec']['devices']:
+            device['capacity']['memory']['requestPolicy']['validRange'] = {'min': '4Gi', 'step': '16Gi', 'max': '80Gi'}
+    # 40Gi is raised to 52Gi (4Gi + 3 x 16Gi), which does not fit; 36Gi exactly is a step and fits.
+    assert explain(lab, claim('raised', requests=[sharing('40Gi', '10')]))['reason'] == 'all_matching_in_use'
+    assert explain(lab, claim('aligned', requests=[sharing('36Gi', '10')]))['reason'] == 'allocatable'
+    # The minimum: 1Gi asks for 4Gi, which fits.
+    assert explain(lab, claim('tiny', requests=[sharing('1Gi', '10')]))['reason'] == 'allocatable'
+    for rslice in lab['slices']:
+        for device in rslice['spec']['devices']:
+            device['capacity']['memory']['requestPolicy'] = {'default': '20Gi', 'validValues': ['20Gi', '60Gi']}
+    # 30Gi is raised to the next valid value, 60Gi, which does not fit beside the others; above all of them it
+    # never fits.
+    assert explain(lab, claim('valued', requests=[sharing('30Gi', '10')]))['reason'] == 'all_matching_in_use'
+    assert explain(lab, claim('small', requests=[sharing('10Gi', '10')]))['reason'] == 'allocatable'
+    answer = explain(lab, claim('over', requests=[sharing('70Gi', '10')]))
+    assert answer['verdict'] == 'never_fits' and '(the largest has 60Gi)' in answer['sentence'], answer['sentence']
 
 
 def test_a_share_of_a_capacity_no_device_has_never_fits(lab):
