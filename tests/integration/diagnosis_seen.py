@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -19,6 +20,10 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
 from can_has_gpu_runner import Reaper, Tool
 from k8s_helpers import (allocated, api_from_kubeconfig, clear_namespaces, delete_namespace, pod_body, resource_api,
                          wait_for)
+
+
+# Where the tables are kept after the run (the lab's directory goes with its control plane).
+KEPT = Path(os.environ.get("DRALAB_CACHE") or Path.home() / ".cache" / "dralab") / "diagnosis-tables"
 
 
 def ageless(sentence: str) -> str:
@@ -127,7 +132,13 @@ class Record:
         return row
 
     def write(self):
-        self.path.with_suffix(".json").write_text(json.dumps(self.rows, indent=2) + "\n")
+        """The table as JSON and Markdown beside the lab, and a copy in KEPT that outlives the run."""
+        KEPT.mkdir(parents=True, exist_ok=True)
+        for path in (self.path, KEPT / self.path.name):
+            self._write(path)
+
+    def _write(self, path: Path):
+        path.with_suffix(".json").write_text(json.dumps(self.rows, indent=2) + "\n")
         lines = ["| Situation | Verdict | dra_health | board | can-has-gpu why (exit) | scheduler said | outcome |",
                  "|---|---|---|---|---|---|---|"]
         for row in self.rows:
@@ -136,7 +147,7 @@ class Record:
                      f"{tool['sentence']} (exit {tool['exit']}, as {tool['seat']})" if tool else "-",
                      row["scheduler_said"] or "-", row["outcome"] or "-"]
             lines.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
-        self.path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+        path.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 
 def record_fixture(module: str):
