@@ -4,8 +4,11 @@
 - sshd's pre-authentication slots: one lab node (worker2, another source address than this machine) opens
   300 idle connections to a login host's port 22, reopening every one sshd drops (at most 3000 tries);
   a seat's login from this machine and the instructor's Ansible (a new SSH connection) still get in;
+- sshd's sessions and password guesses: a seat's fifth session on one connection is refused, and so is its
+  right password as the fourth guess on one connection (worker2's ssh, its password from an askpass program);
 - the board's streams: worker2 opens 1,100 `GET /events` streams; it gets its per-client share, the
-  projector's page and a stream from this machine still answer;
+  projector's page and a stream from this machine still answer, and the board's service, as systemd runs it on
+  cp1, is held to its limits (open files, memory, tasks) and stays below them;
 - every kubelet: a seat's pod runs with the runtime's default seccomp profile and gets at most podPidsLimit
   PIDs (a bounded fork loop of 1,500 sleeps);
 - a seat cannot rewrite its account's comment or shell (chfn, chsh);
@@ -37,9 +40,12 @@ SSH_CONNECTIONS = 300
 SSH_PER_SOURCE = 40  # workshop_users_sshd_per_source_max_startups
 BOARD_STREAMS = 1100
 BOARD_PER_CLIENT = 20  # lab_board_streams_per_client
+BOARD_LIMITS = {"LimitNOFILE": 2048, "MemoryMax": 512 * 2**20, "TasksMax": 64}  # lab_board_limit_nofile, ...
 POD_PIDS_LIMIT = 1024  # control_plane_kubelet_pod_pids_limit
 FORKS = 1500
 SEAT_DISK_MIB = 256  # inventories/local: workshop_users_seat_disk_quota
+SSH_SEAT_SESSIONS = 4  # workshop_users_sshd_seat_max_sessions
+SSH_SEAT_GUESSES = 3  # workshop_users_sshd_seat_max_auth_tries
 
 SSH_FLOOD = r"""
 import socket, sys, time
@@ -152,10 +158,87 @@ def test_idle_ssh_connections_from_one_source_leave_the_room_and_the_instructor_
         finish(attack)
 
 
+# ssh on the attacker's node, given guess after guess by an askpass program (no terminal): wrong ones first, the
+# seat's right password last, all on one connection (NumberOfPasswordPrompts). The password is in the script
+# (standard input), not on a command line.
+SSH_GUESSES = r"""
+import json, os, subprocess, sys, tempfile
+target, seat, guesses = sys.argv[1], sys.argv[2], GUESSES
+folder = tempfile.mkdtemp()
+with open(os.path.join(folder, "guesses"), "w") as out:
+    out.write("\n".join(guesses) + "\n")
+askpass = os.path.join(folder, "askpass")
+with open(askpass, "w") as out:
+    out.write('#!/bin/sh\nd=$(dirname "$0"); echo x >> "$d/asked"; sed -n "$(wc -l < "$d/asked")p" "$d/guesses"\n')
+os.chmod(askpass, 0o700)
+env = dict(os.environ, SSH_ASKPASS=askpass, SSH_ASKPASS_REQUIRE="force", DISPLAY="none")
+proc = subprocess.run(["ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=no",
+                       "-o", "PreferredAuthentications=password", "-o", "PubkeyAuthentication=no",
+                       "-o", "NumberOfPasswordPrompts=%d" % len(guesses), "-o", "ConnectTimeout=15",
+                       "%s@%s" % (seat, target), "whoami"],
+                      env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+try:
+    asked = len(open(os.path.join(folder, "asked")).read().split())
+except OSError:
+    asked = 0
+print(json.dumps({"rc": proc.returncode, "asked": asked, "out": proc.stdout.strip(), "err": proc.stderr.strip()[-600:]}))
+"""
+
+
+def test_a_seat_gets_three_password_guesses_and_four_sessions_per_connection():
+    import paramiko
+
+    host = "login1"
+    seat = seats_on(host)[0]
+    password = credentials()[seat]["password"]
+    guesses = [f"not-{seat}-{n}" for n in range(SSH_SEAT_GUESSES)] + [password]
+    script = SSH_GUESSES.replace("GUESSES", repr(guesses))
+    attack = on_node(ATTACKER, script, topology.BY_NAME[host].ip, seat)
+    try:
+        result = json.loads(started(attack, script))
+    finally:
+        finish(attack)
+    print(f"\n[sshd] {ATTACKER}: {len(guesses)} guesses for {seat} on one connection: rc {result['rc']}, "
+          f"asked {result['asked']}, {result['err'][-200:]!r}", file=sys.stderr)
+    assert result["out"] != seat, f"the right password got in as guess {len(guesses)}: {result}"
+    assert result["asked"] == SSH_SEAT_GUESSES and result["rc"] == 255, result
+    assert "Too many authentication failures" in result["err"], result
+
+    session = login(seat, password, host=host)
+    try:
+        channels, refused = [], None
+        try:
+            for _ in range(SSH_SEAT_SESSIONS + 1):
+                channels.append(session.client.get_transport().open_session(timeout=15))
+        except paramiko.ChannelException as exc:
+            refused = exc
+        print(f"[sshd] {seat}: {len(channels)} sessions on one connection, then {refused!r}", file=sys.stderr)
+        assert len(channels) == SSH_SEAT_SESSIONS and refused is not None
+        channels[0].exec_command("whoami")
+        assert channels[0].makefile().read().decode().strip() == seat
+    finally:
+        session.close()
+
+
 def board_url() -> str:
     from conftest import ARTIFACTS
 
     return json.loads((ARTIFACTS / "board" / "board.json").read_text())["url"]
+
+
+def board_service_usage() -> dict[str, int]:
+    """The board service's limits as systemd applies them on cp1 (the process's own open-file limit, the cgroup's
+    memory and task limits) and what it uses of them now."""
+    cp1 = node_host("cp1")
+    shown = cp1.run("systemctl show -p MainPID -p MemoryMax -p TasksMax -p MemoryCurrent -p TasksCurrent dralab-board")
+    values = dict(line.split("=", 1) for line in shown.stdout.split())
+    pid = values.pop("MainPID")
+    limits = cp1.run(f"cat /proc/{pid}/limits").stdout
+    nofile = next(line.split()[3] for line in limits.splitlines() if line.startswith("Max open files"))
+    usage = {name: int(value) if value.isdigit() else value for name, value in values.items()}
+    usage["LimitNOFILE"] = int(nofile) if nofile.isdigit() else nofile
+    usage["open files"] = int(cp1.run(f"ls /proc/{pid}/fd | wc -l").stdout)
+    return usage
 
 
 def test_a_thousand_board_streams_from_one_client_leave_the_projector_answering():
@@ -175,8 +258,13 @@ def test_a_thousand_board_streams_from_one_client_leave_the_projector_answering(
             health = json.loads(response.read())
         print(f"[board] projector's page and a stream from this machine in {seconds:.2f}s; healthz clients "
               f"{health['clients']}, refused {health.get('streams_refused')}", file=sys.stderr)
+        usage = board_service_usage()
+        print(f"[board] its service during the attack: {usage}", file=sys.stderr)
         assert page[0] == 200 and b"<html" in page[1].lower()
         assert first == (200, b"retry: 2000\n")
+        assert {name: usage[name] for name in BOARD_LIMITS} == BOARD_LIMITS, usage
+        assert usage["open files"] < BOARD_LIMITS["LimitNOFILE"] and usage["TasksCurrent"] < BOARD_LIMITS["TasksMax"]
+        assert 0 < usage["MemoryCurrent"] < BOARD_LIMITS["MemoryMax"], usage
         assert seconds < 10
         assert figures["held"] <= BOARD_PER_CLIENT, figures
         assert figures["codes"].get("429", 0) >= BOARD_STREAMS - BOARD_PER_CLIENT, figures
