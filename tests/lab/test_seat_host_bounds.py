@@ -208,7 +208,7 @@ def test_a_seat_gets_three_password_guesses_and_four_sessions_per_connection():
     try:
         channels, refused = [], None
         try:
-            for _ in range(SSH_SEAT_SESSIONS + 1):
+            for _session in range(SSH_SEAT_SESSIONS + 1):
                 channels.append(session.client.get_transport().open_session(timeout=15))
         except paramiko.ChannelException as exc:
             refused = exc
