@@ -14,7 +14,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims imp
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
 
 from .api import Api, Refusal
-from .occupancy import counts_outside, read_occupancy, read_occupancy_pods
+from .occupancy import read_board
 from .settings import Settings
 
 
@@ -95,9 +95,7 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
             view.events = []  # only the refusal's words are lost: the pod is reported without them
         configmap = api.call("reading the lab's occupancy board", "GET",
                              api.ns_path("configmaps", settings.occupancy), missing_ok=True)
-        view.occupancy = read_occupancy(configmap)
-        view.occupancy_pods = read_occupancy_pods(configmap)
-        view.occupancy_outside = counts_outside(configmap)
+        view.occupancy, view.occupancy_pods, view.occupancy_outside = read_board(configmap)
     return view
 
 

@@ -18,7 +18,7 @@ cannot read the other seats' pods, and without them it would be told to wait for
 nothing. A pod's name is in its claim's reservedFor already; its node is its GPU's.
 
 The payload carries `"scope": "cluster"`; a ConfigMap an older reaper wrote
-has no scope and counts only the seats' claims (counts_outside() says which),
+has no scope and counts only the seats' claims (read_board() says which),
 and reads as before. The format stays 1: an older can-has-gpu reads the
 anonymous claims as claims of no seat, in use outside the seats.
 """
@@ -115,32 +115,22 @@ def occupancy_data(rows: list[dict], pods: list[dict] | None = None) -> dict[str
                                       sort_keys=True, separators=(",", ":"))}
 
 
-def _payload(configmap: dict | None) -> dict | None:
+def read_board(configmap: dict | None) -> tuple[list[dict] | None, list[dict], bool]:
+    """An occupancy ConfigMap parsed once: its claims (None when there is no readable one), its pods (none in one an
+    older reaper wrote), and whether it counts the devices in use outside the seats (this reaper's, scope cluster;
+    False for one an older reaper wrote, the seats' claims only, or none)."""
     try:
         payload = json.loads(((configmap or {}).get("data") or {}).get(OCCUPANCY_KEY) or "")
     except ValueError:
-        return None
-    return payload if isinstance(payload, dict) and payload.get("format") == FORMAT else None
-
-
-def read_occupancy(configmap: dict | None) -> list[dict] | None:
-    """The claims in an occupancy ConfigMap; None when there is no (readable) one."""
-    payload = _payload(configmap)
-    if payload is None or not isinstance(payload.get("claims"), list):
-        return None
-    return [c for c in payload["claims"] if isinstance(c, dict) and isinstance(c.get("metadata"), dict)]
-
-
-def read_occupancy_pods(configmap: dict | None) -> list[dict]:
-    """The pods in an occupancy ConfigMap (none in one an older reaper wrote)."""
-    pods = (_payload(configmap) or {}).get("pods")
-    return [p for p in pods if isinstance(p, dict) and isinstance(p.get("metadata"), dict)] if isinstance(pods, list) else []
-
-
-def counts_outside(configmap: dict | None) -> bool:
-    """Whether an occupancy ConfigMap counts the devices in use outside the seats (this reaper's, scope cluster);
-    False for one an older reaper wrote (the seats' claims only), or none."""
-    return (_payload(configmap) or {}).get("scope") == SCOPE
+        payload = None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        return None, [], False
+    claims, pods = payload.get("claims"), payload.get("pods")
+    return ([c for c in claims if isinstance(c, dict) and isinstance(c.get("metadata"), dict)]
+            if isinstance(claims, list) else None,
+            [p for p in pods if isinstance(p, dict) and isinstance(p.get("metadata"), dict)]
+            if isinstance(pods, list) else [],
+            payload.get("scope") == SCOPE)
 
 
 def outside_devices(claims: list[dict], driver: str) -> int:

@@ -265,8 +265,7 @@ class Explainer:
     def capacity_short(self, device, requests):
         """(capacity, what the device has at most) for the first capacity a request asks ({capacity: quantity}) more of
         than the device could ever give (its value, or its requestPolicy's validRange max or largest valid value), else
-        None. A capacity
-        the device does not have at all gives (capacity, None)."""
+        None. A capacity the device does not have at all gives (capacity, None)."""
         for name in sorted(requests):
             entry = (device.spec.get('capacity') or {}).get(name)
             if entry is None:
@@ -276,8 +275,8 @@ class Explainer:
                 (max(policy['validValues'], key=parse_quantity) if policy.get('validValues') else None) or \
                 entry.get('value')
             try:
-                # The amount asked, or what the policy's minimum, step or valid values raise it to.
-                if max(parse_quantity(requests[name]), share_consumed(entry, requests[name])) > parse_quantity(most):
+                # What the policy's minimum, step or valid values raise the amount asked to (never less than it).
+                if share_consumed(entry, requests[name]) > parse_quantity(most):
                     return name, most
             except ValueError:
                 continue

@@ -385,13 +385,13 @@ class ClaimExplanation:
         without, _steps = self._solve(plans, free_only=ever is not None)
         self.constraints = constraints
         if without is not None and any(c.get('matchAttribute') or c.get('distinctAttribute') for c in constraints):
-            rules = []
+            rules, used = [], []
             for kind, words in (('matchAttribute', 'the same %s'), ('distinctAttribute', 'a different %s each')):
                 attrs = sorted(set(c[kind] for c in self.constraints if c.get(kind)))
                 if attrs:
                     rules.append('%s (%s)' % (words % join_names(attrs), kind))
-            kinds = ' or '.join(kind for kind in ('matchAttribute', 'distinctAttribute')
-                                if any(c.get(kind) for c in self.constraints))
+                    used.append(kind)
+            kinds = ' or '.join(used)
             # Only distinct values are met by fewer devices; the same value by other selectors (ADVICE's default).
             advice = None
             if verdict == 'never_fits' and 'distinctAttribute' in kinds:

@@ -14,7 +14,7 @@ import pytest
 from can_has_gpu import cli, service
 from can_has_gpu.lab import SeatView
 from can_has_gpu.objects import claim_body, memory_selector
-from can_has_gpu.occupancy import occupancy_claims, occupancy_data, occupancy_pods, read_occupancy, read_occupancy_pods
+from can_has_gpu.occupancy import occupancy_claims, occupancy_data, occupancy_pods, read_board
 from can_has_gpu.settings import load_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
@@ -81,8 +81,9 @@ def seat_view_of(objects, seat):
                                         occupancy_pods(seats, objects["claims"], objects["pods"]))}
     own = [c for c in objects["claims"] if c["metadata"]["namespace"] == seat]
     pods = [p for p in objects["pods"] if p["metadata"]["namespace"] == seat]
+    claims, occupancy_pods_read, _outside = read_board(configmap)
     return SeatView(seat, copy.deepcopy(own), copy.deepcopy(pods), objects["slices"], objects["device_classes"],
-                    objects["nodes"], [], read_occupancy(configmap), [], occupancy_pods=read_occupancy_pods(configmap))
+                    objects["nodes"], [], claims, [], occupancy_pods=occupancy_pods_read)
 
 
 @pytest.fixture(name="tools")

@@ -8,15 +8,13 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import 
 from can_has_gpu.occupancy import (
     OCCUPANCY_KEY,
     OUTSIDE_NAMESPACE,
-    counts_outside,
     free_devices,
     occupancy_claims,
     occupancy_data,
     occupancy_pods,
     outside_devices,
     published_devices,
-    read_occupancy,
-    read_occupancy_pods,
+    read_board,
 )
 
 
@@ -64,27 +62,27 @@ def test_occupancy_holds_every_allocated_claim_the_seats_trimmed_the_others_anon
 def test_a_seat_counts_the_gpus_in_use_outside_the_seats_and_names_no_holder():
     slices = [slice_of("worker1", count=2)]
     claims = [claim("c", "instructor-demos", ("worker1", "gpu-0")), claim("d", "instructor-demos", ("worker1", "gpu-1"))]
-    occupancy = read_occupancy({"data": occupancy_data(occupancy_claims({"user01": "user01"}, claims))})
+    occupancy = read_board({"data": occupancy_data(occupancy_claims({"user01": "user01"}, claims))})[0]
     assert free_devices(slices, occupancy, "gpu.example.com") == []
     assert outside_devices(occupancy, "gpu.example.com") == 2
 
 
 def test_the_occupancy_says_it_counts_the_gpus_outside_the_seats_and_an_older_one_still_reads():
     rows = occupancy_claims({"user01": "user01"}, [claim("a", "user01", ("worker1", "gpu-3"))])
-    assert counts_outside({"data": occupancy_data(rows)})
+    assert read_board({"data": occupancy_data(rows)})[2]
     old = {"data": {OCCUPANCY_KEY: json.dumps({"format": 1, "claims": rows})}}  # an older reaper: no scope
-    assert read_occupancy(old) == json.loads(json.dumps(rows)) and not counts_outside(old)
-    assert not counts_outside(None) and not counts_outside({"data": {OCCUPANCY_KEY: "not json"}})
+    assert read_board(old)[0] == json.loads(json.dumps(rows)) and not read_board(old)[2]
+    assert not read_board(None)[2] and not read_board({"data": {OCCUPANCY_KEY: "not json"}})[2]
 
 
 def test_occupancy_round_trip_and_unreadable_ones():
     rows = occupancy_claims({"user01": "user01"}, [claim("a", "user01", ("worker1", "gpu-3"))])
     data = occupancy_data(rows)
     assert occupancy_data(rows) == data  # stable: an unchanged occupancy is not rewritten
-    assert read_occupancy({"data": data}) == json.loads(json.dumps(rows))
-    assert read_occupancy(None) is None
-    assert read_occupancy({"data": {OCCUPANCY_KEY: "not json"}}) is None
-    assert read_occupancy({"data": {OCCUPANCY_KEY: json.dumps({"format": 99, "claims": []})}}) is None
+    assert read_board({"data": data})[0] == json.loads(json.dumps(rows))
+    assert read_board(None)[0] is None
+    assert read_board({"data": {OCCUPANCY_KEY: "not json"}})[0] is None
+    assert read_board({"data": {OCCUPANCY_KEY: json.dumps({"format": 99, "claims": []})}})[0] is None
 
 
 def test_free_devices_subtracts_every_allocation():
@@ -127,7 +125,7 @@ def test_occupancy_carries_the_pods_being_deleted_that_hold_a_seats_claim_trimme
                                    "deletionTimestamp": "2026-12-01T11:00:00Z"},
                       "spec": {"nodeName": "worker1"}, "status": {"phase": "Running"}}]
     configmap = {"data": occupancy_data(occupancy_claims(seats, [held]), found)}
-    assert read_occupancy_pods(configmap) == found
+    assert read_board(configmap)[1] == found
     # An occupancy of an older reaper has no pods; one without any reads as none.
-    assert read_occupancy_pods({"data": {OCCUPANCY_KEY: json.dumps({"format": 1, "claims": []})}}) == []
-    assert read_occupancy_pods(None) == [] and read_occupancy_pods({"data": {OCCUPANCY_KEY: "{"}}) == []
+    assert read_board({"data": {OCCUPANCY_KEY: json.dumps({"format": 1, "claims": []})}})[1] == []
+    assert read_board(None)[1] == [] and read_board({"data": {OCCUPANCY_KEY: "{"}})[1] == []

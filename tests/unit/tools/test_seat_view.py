@@ -11,7 +11,7 @@ import re
 from can_has_gpu import render, service
 from can_has_gpu.lab import SeatView, claim_state, explain
 from can_has_gpu.objects import claim_body, memory_selector
-from can_has_gpu.occupancy import OLD_OCCUPANCY, counts_outside, occupancy_claims, occupancy_data, read_occupancy
+from can_has_gpu.occupancy import OLD_OCCUPANCY, occupancy_claims, occupancy_data, read_board
 from can_has_gpu.settings import load_settings
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
@@ -55,7 +55,7 @@ def mine(selectors=()):
 
 def view(holders, own):
     seats = {f"user{i:02d}": f"user{i:02d}" for i in range(1, 73)}
-    occupancy = read_occupancy({"data": occupancy_data(occupancy_claims(seats, holders))})
+    occupancy = read_board({"data": occupancy_data(occupancy_claims(seats, holders))})[0]
     return SeatView("user72", [own], [], slices(), [CLASS], nodes(), [], occupancy)
 
 
@@ -107,8 +107,8 @@ def lab_held_outside(old_reaper=False):
     data = ({"claims.json": json.dumps({"format": 1, "claims": [r for r in rows if r["metadata"]["namespace"] in seats]})}
             if old_reaper else occupancy_data(rows))
     configmap = {"data": data}
-    return SeatView("user72", [mine()], [], slices(), [CLASS], nodes(), [], read_occupancy(configmap),
-                    occupancy_outside=counts_outside(configmap))
+    return SeatView("user72", [mine()], [], slices(), [CLASS], nodes(), [], read_board(configmap)[0],
+                    occupancy_outside=read_board(configmap)[2])
 
 
 def test_gpus_held_outside_the_seats_are_in_use_for_a_seat_and_their_holder_is_not_named():

@@ -12,7 +12,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.files import tree
 from module_runner import run_module
 
 
-def test_local_files_lands_files_and_folders_as_copy_does_and_skips_byte_code(tmp_path):
+def test_local_files_lands_files_and_folders_as_copy_does_and_leaves_byte_code_out(tmp_path):
     (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
     (tmp_path / "pkg" / "m.py").write_text("x")
     (tmp_path / "pkg" / "m.pyc").write_text("x")
