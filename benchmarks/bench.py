@@ -18,13 +18,17 @@ nodes) serves every benchmark, in this order:
            nodes: health.yml and the module alone (ansible -m dralab.workshop.dra_health); baseline:
            a raw listing of the same kinds (benchmarks/list_raw.py), time and peak RSS; three rounds of
            both, alternating, the fastest of each compared.
-  site     site.yml rerun and rerun --check on the podman lab, only with BENCH_SITE=1 and the lab's nodes
-           running, and the rerun again with the optional Mitogen strategy (its baseline: the stock rerun).
+  seats    the lab rows of the real path (benchmarks/lab_bench.py): 72 and 300 seats with Linux accounts on the
+           podman lab's login hosts, users.yml and reset.yml against the shell floor of the same Linux work.
+  site     site.yml rerun (cold too, with --lab-cold), rerun --check and the rerun with Mitogen on the podman lab
+           (benchmarks/lab_bench.py).
+  The lab rows run only with BENCH_LAB=1 and the lab's nodes running; asked for alone, they start no control plane
+  of the harness.
 
 The table of figures and ratios comes last and goes to BENCH_OUT (default
 $DRALAB_CACHE/bench/bench-<time>.txt). Figures are printed, never asserted.
 
-Usage: python benchmarks/bench.py [--only users,reset,scale,health]
+Usage: python benchmarks/bench.py [--only users,reset,scale,health,seats,site] [--lab-cold]
 """
 
 from __future__ import annotations
@@ -47,14 +51,14 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 sys.path.insert(0, str(REPO / "collections"))
 sys.path.insert(0, str(REPO / "tests" / "harness"))
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from k8s_helpers import DRIVER, claim_body, core_api, pod_body, resource_api, wait_for  # noqa: E402
 from playbook import Lab, parse_recap, seat_names  # noqa: E402
 
 import conftest  # noqa: E402  (tests/integration/conftest.py: TMP_PREFIX)
 from local_cluster.control_plane import Cluster  # noqa: E402  (tests/harness/local_cluster)
-from podman_lab.podman import container_state  # noqa: E402  (tests/harness/podman_lab: the podman lab)
-from podman_lab.topology import NODES  # noqa: E402
+import lab_bench  # noqa: E402  (benchmarks/lab_bench.py: the rows on the podman lab)
 
 BENCH_DIR = Path(__file__).resolve().parent
 ANSIBLE_BIN = Path(sys.executable).parent
@@ -140,7 +144,7 @@ class BenchLab(Lab):
         self.runs.append(run)
         recap = parse_recap(run.output).get("localhost", {})
         lines = [json.loads(line) for line in tasks.read_text().splitlines()] if tasks.exists() else []
-        api_tasks = [t for t in lines if t["action"].startswith(("dralab.workshop.", "kubernetes.core."))]
+        api_tasks = [t for t in lines if t.get("action", "").startswith(("dralab.workshop.", "kubernetes.core."))]
         result = {"seconds": run.seconds, "rss_mib": run.rss_mib, "rc": run.rc, "changed": recap.get("changed"),
                   "failed": recap.get("failed"), "module_seconds": sum(t["seconds"] for t in api_tasks),
                   "tasks": lines, "log": self.logs / name}
@@ -348,7 +352,7 @@ def bench_health(table: Table, lab: BenchLab, api, claims: int, devices: int, ro
                   "-a", json.dumps({"kubeconfig": str(lab.kubeconfig), "fail_on_unhealthy": False})],
                  env, lab.logs / "ansible-m-dra_health.log")
     health = min(healths, key=lambda run: run["seconds"])
-    sizes = [t["bytes"] for t in health["tasks"] if t["action"] == "dralab.workshop.dra_health"]
+    sizes = [t["bytes"] for t in health["tasks"] if t.get("action") == "dralab.workshop.dra_health"]
     report = [line for line in health["log"].read_text().splitlines() if "claim_pending" in line
               or "pending" in line.lower()][:3]
     log("health.yml report, pending lines: " + " | ".join(report))
@@ -369,40 +373,23 @@ def bench_health(table: Table, lab: BenchLab, api, claims: int, devices: int, ro
     log(f"{len(namespaces)} load namespaces left to the control plane's removal")
 
 
-def bench_site(table: Table, work: Path) -> None:
-    # Asked of podman, not of the network: an address outside the lab may answer a connection.
-    states = {node.name: container_state(node) for node in NODES}
-    if any(state != "running" for state in states.values()):
-        table.add("site.yml rerun", "skipped, no lab up (" + ", ".join(f"{n} {s}" for n, s in states.items()) + ")")
+def bench_lab(table: Table, work: Path, only: set[str], cold: bool) -> None:
+    """The rows on the podman lab (benchmarks/lab_bench.py), when it is up and BENCH_LAB=1 says it may be used."""
+    why_not = lab_bench.lab_state()
+    if why_not:
+        table.add("lab rows (seats, site)", "skipped, " + why_not)
         return
-    if os.environ.get("BENCH_SITE") != "1":
-        table.add("site.yml rerun", "skipped, lab up but BENCH_SITE=1 not set (it belongs to whoever made it)")
-        return
-
-    def site(name: str, *args: str, strategy: str = "") -> tuple[Run, int]:
-        tasks = work / f"{name}-tasks.jsonl"
-        env = timed_env(dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg")), tasks, strategy)
-        run = Run([ANSIBLE_BIN / "ansible-playbook", "-i", "inventories/local/hosts.yml", "playbooks/site.yml", *args],
-                  env, work / f"{name}.log")
-        log(f"site.yml {' '.join(args)} {strategy}: rc {run.rc}, {run.seconds:.1f}s (per task: {tasks})")
-        return run, sum(host["changed"] for host in parse_recap(run.output).values())
-
-    reruns = {}
-    for args, what in (((), "site.yml rerun"), (("--check",), "site.yml rerun --check")):
-        run, total = site("site-check" if args else "site", *args)
-        reruns[what] = run
-        table.add(what, f"{run.seconds:.1f} s (rc {run.rc}), changed={total}", "", "",
-                  "<= 60 s, changed=0: " + verdict(run.rc == 0 and total == 0 and run.seconds <= 60))
-    # Mitogen optional (issue 36): the rerun through the collection's Mitogen strategy, against the default.
-    fast, fast_changed = site("site-mitogen", strategy=MITOGEN_STRATEGY)
-    stock = reruns["site.yml rerun"]
-    table.add("site.yml rerun with Mitogen", f"{fast.seconds:.1f} s (rc {fast.rc}), changed={fast_changed}",
-              f"stock ansible.builtin.linear {stock.seconds:.1f} s", f"{stock.seconds / fast.seconds:.2f}x", "")
+    runs = lab_bench.LabRuns(work, timed_env, Run)
+    if "site" in only:
+        lab_bench.bench_site(table, runs, verdict, cold)
+    if "seats" in only:
+        lab_bench.bench_seats(table, runs, verdict)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="users,reset,scale,health,site")
+    parser.add_argument("--only", default="users,reset,scale,health,site,seats")
+    parser.add_argument("--lab-cold", action="store_true", help="site: make the lab's nodes anew and time site.yml cold")
     parser.add_argument("--naive-seats", type=int, default=int(os.environ.get("BENCH_NAIVE_SEATS", "72")))
     parser.add_argument("--claims", type=int, default=int(os.environ.get("BENCH_CLAIMS", "10000")))
     parser.add_argument("--out", default=os.environ.get("BENCH_OUT", ""))
@@ -415,6 +402,23 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="dralab-bench-"))
     table = Table()
     started = time.monotonic()
+    if only & {"users", "reset", "scale", "health"}:
+        bench_harness(table, work, only, args)
+    if only & {"site", "seats"}:
+        bench_lab(table, work, only, args.lab_cold)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                            check=False).stdout.strip() or "unknown"
+    header = (f"make bench, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, git {commit}, "
+              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {time.monotonic() - started:.0f} s in all; logs in {work}")
+    text = header + "\n" + table.text() + "\n"
+    out.write_text(text)
+    print(text)
+    print(f"(written to {out})")
+    return 0
+
+
+def bench_harness(table: Table, work: Path, only: set[str], args) -> None:
+    """The rows against a fresh control plane of the integration harness."""
     subprocess.run([sys.executable, "-m", "dralab_build.binaries"], cwd=REPO, check=True)
     cluster = Cluster(tempfile.mkdtemp(prefix=conftest.TMP_PREFIX), die_with_parent=True)
     try:
@@ -437,19 +441,8 @@ def main(argv=None) -> int:
                 bench_scale(table, BenchLab(cluster.kubeconfig, work / "lab300", seats=300), api, devices)
             if "health" in only:
                 bench_health(table, lab, api, args.claims, devices)
-        if "site" in only:
-            bench_site(table, work)
     finally:
         cluster.down()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                            check=False).stdout.strip() or "unknown"
-    header = (f"make bench, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, git {commit}, "
-              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, {time.monotonic() - started:.0f} s in all; logs in {work}")
-    text = header + "\n" + table.text() + "\n"
-    out.write_text(text)
-    print(text)
-    print(f"(written to {out})")
-    return 0
 
 
 if __name__ == "__main__":

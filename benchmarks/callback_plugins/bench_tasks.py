@@ -10,8 +10,9 @@ name: bench_tasks
 type: aggregate
 short_description: Write the duration and result size of every task to a file
 description:
-  - For benchmarks/bench.py only. Appends one JSON line per task (name, action, seconds, size of the result in bytes)
-    to the file named by the environment variable E(DRALAB_BENCH_TASKS).
+  - For benchmarks/bench.py only. Appends one JSON line per task (name, action, seconds, size of the result in bytes),
+    one per play start (play, at) and one at the end (stats, at) to the file named by the environment variable
+    E(DRALAB_BENCH_TASKS); C(at) is the monotonic clock in seconds.
 requirements:
   - enabled through ANSIBLE_CALLBACKS_ENABLED=bench_tasks
 """
@@ -33,6 +34,17 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self._path = os.environ.get('DRALAB_BENCH_TASKS')
         self._started = {}
+
+    def _mark(self, line):
+        if self._path:
+            with open(self._path, 'a') as handle:
+                handle.write(json.dumps(dict(line, at=round(time.monotonic(), 3))) + '\n')
+
+    def v2_playbook_on_play_start(self, play):
+        self._mark({'play': play.get_name()})
+
+    def v2_playbook_on_stats(self, stats):
+        self._mark({'stats': True})
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self._started[task._uuid] = time.monotonic()

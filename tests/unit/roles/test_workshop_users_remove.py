@@ -59,8 +59,9 @@ def test_removal_reuses_the_moved_seats_tasks():
     include = next(task for task in remove if task.get('ansible.builtin.include_tasks'))
     assert include['ansible.builtin.include_tasks'] == 'moved.yml'
     assert include['when'] == 'workshop_users_moved_accounts | length > 0'
-    # The handover (moved.yml's first task) accepts exactly the accounts found.
-    assert include['vars']['workshop_users_seat_names'] == '{{ workshop_users_moved_accounts.keys() | list }}'
+    # The handover (moved.yml's first task) hands over and removes exactly the accounts found.
+    moved = yaml.safe_load((TASKS / 'moved.yml').read_text())
+    assert moved[0]['dralab.workshop.seat_handover']['seats'] == '{{ workshop_users_moved_accounts.keys() | list }}'
     deny = next(task for task in remove if 'ansible.builtin.blockinfile' in task)
     linux = (TASKS / 'linux.yml').read_text()
     assert deny['ansible.builtin.blockinfile']['marker'] in linux

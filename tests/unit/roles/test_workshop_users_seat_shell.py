@@ -123,14 +123,15 @@ def test_the_seats_get_the_shell_and_no_user_manager():
     defaults = yaml.safe_load((REPO / "roles" / "workshop_users" / "defaults" / "main.yml").read_text())
     assert defaults["workshop_users_seat_shell_filter"] is True
     linux = yaml.safe_load((tasks / "linux.yml").read_text())[0]["block"]
-    create = next(task for task in linux if task["name"] == "Create the seat accounts")
-    assert "workshop_users_seat_login_shell if workshop_users_seat_shell_filter" in create["ansible.builtin.user"]["shell"]
+    converge = next(task for task in linux if "dralab.workshop.seat_accounts" in task)
+    accounts = converge["dralab.workshop.seat_accounts"]
+    assert "workshop_users_seat_login_shell if workshop_users_seat_shell_filter" in accounts["shell"]
     install = next(task for task in linux if task["name"] == "Install the seats' login shell")
-    assert linux.index(install) < linux.index(create)
-    limits = yaml.safe_load((tasks / "limits.yml").read_text())
-    manager = next(task for task in limits if task["name"] == "Give the seats no user manager")
-    assert manager["ansible.builtin.copy"]["dest"].startswith("/etc/systemd/system/user@{{")
-    assert "ConditionPathExists=/run/dralab-seats-have-no-user-manager" in manager["ansible.builtin.copy"]["content"]
+    assert linux.index(install) < linux.index(converge)
+    assert "seat-user-manager.conf.j2" in accounts["user_manager_dropin"]
+    assert "if workshop_users_seat_shell_filter | bool" in accounts["user_manager_dropin"]
+    manager = (REPO / "roles" / "workshop_users" / "templates" / "seat-user-manager.conf.j2").read_text()
+    assert "ConditionPathExists=/run/dralab-seats-have-no-user-manager" in manager.splitlines()
 
 
 def test_kernel_settings_are_set_where_the_kernel_has_them_and_the_lab_leaves_its_shared_kernel_alone():

@@ -176,9 +176,11 @@ def test_the_tasks_of_a_login_host_loop_over_its_own_seats():
     sshd -T is asked about is one of them (a seat of another host has no account there)."""
     tasks = REPO / 'roles' / 'workshop_users' / 'tasks'
     for name in ('limits.yml', 'storage.yml'):
-        text = (tasks / name).read_text()
-        assert 'workshop_users_seat_names' not in text and 'workshop_users_host_seats' in text, name
+        assert 'workshop_users_seat_names' not in (tasks / name).read_text(), name
     linux = (tasks / 'linux.yml').read_text()
+    block = yaml.safe_load(linux)[0]['block']
+    converge = next(task for task in block if 'dralab.workshop.seat_accounts' in task)
+    assert converge['dralab.workshop.seat_accounts']['seats'] == '{{ workshop_users_host_seats }}'
     assert 'user={{ workshop_users_host_seats[0] }}' in linux
     for line in linux.splitlines():
         if line.strip().startswith('loop:') and 'seat' in line:
@@ -207,8 +209,9 @@ def test_a_seat_moved_away_is_removed_only_where_the_role_made_it():
     include = next(task for task in block if task.get('ansible.builtin.include_tasks') == 'moved.yml')
     assert include['when'] == 'workshop_users_moved_accounts | length > 0'
     moved = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'moved.yml').read_text())
-    assert moved[0]['ansible.builtin.include_tasks'] == 'handover.yml'
-    assert moved[0]['vars']['workshop_users_handover_seats'] == "{{ workshop_users_moved_accounts.keys() | list }}"
+    handover = moved[0]['dralab.workshop.seat_handover']
+    assert handover['seats'] == "{{ workshop_users_moved_accounts.keys() | list }}"
+    assert handover['remove'] is True
 
 
 def foreign_accounts(accounts, groups, seats):
@@ -231,10 +234,13 @@ def test_seats_are_known_by_their_group_never_by_the_comment_chfn_edits():
     assert foreign_accounts(accounts, {'workshop-seats': None}, ['user01']) == ['user01']
     assert foreign_accounts(accounts, {'workshop-seats': ['x', '999', '']}, ['user01']) == ['user01']
     tasks = REPO / 'roles' / 'workshop_users' / 'tasks'
-    for name in ('linux.yml', 'handover.yml', 'remove.yml'):
+    for name in ('linux.yml', 'remove.yml'):
         text = (tasks / name).read_text()
         assert "'value.3'" not in text, name
         assert 'workshop_users_group_members' in text and 'database: group' in text, name
+    # The handover's module finds the seats by the group too (seat/handover.py seat_accounts).
+    [_refuse, hand] = yaml.safe_load((tasks / 'handover.yml').read_text())
+    assert hand['dralab.workshop.seat_handover']['group'] == '{{ workshop_users_group }}'
 
 
 def workshop_users_role_vars():
@@ -278,11 +284,11 @@ def test_sshd_pre_authentication_slots_per_source_are_below_the_start_of_max_sta
 
 
 def test_seat_slice_limits():
-    text = render_role_template('workshop_users', 'seat-slice.conf.j2', {'item': 'user01'})
+    text = render_role_template('workshop_users', 'seat-slice.conf.j2', {})
     lines = [line for line in text.splitlines() if line and not line.startswith('#')]
     assert lines == ['[Slice]', 'MemoryMax=1G', 'TasksMax=256', 'CPUWeight=20']
     unlimited = render_role_template('workshop_users', 'seat-slice.conf.j2', {
-        'item': 'user01', 'workshop_users_seat_memory_max': '', 'workshop_users_seat_tasks_max': '',
+        'workshop_users_seat_memory_max': '', 'workshop_users_seat_tasks_max': '',
         'workshop_users_seat_cpu_weight': ''})
     assert [line for line in unlimited.splitlines() if line and not line.startswith('#')] == ['[Slice]']
 
