@@ -373,7 +373,7 @@ def bench_health(table: Table, lab: BenchLab, api, claims: int, devices: int, ro
     log(f"{len(namespaces)} load namespaces left to the control plane's removal")
 
 
-def bench_lab(table: Table, work: Path, only: set[str], cold: bool) -> None:
+def bench_lab(table: Table, work: Path, only: set[str], args) -> None:
     """The rows on the podman lab (benchmarks/lab_bench.py), when it is up and BENCH_LAB=1 says it may be used."""
     why_not = lab_bench.lab_state()
     if why_not:
@@ -381,15 +381,16 @@ def bench_lab(table: Table, work: Path, only: set[str], cold: bool) -> None:
         return
     runs = lab_bench.LabRuns(work, timed_env, Run)
     if "site" in only:
-        lab_bench.bench_site(table, runs, verdict, cold)
+        lab_bench.bench_site(table, runs, verdict, args.lab_cold)
     if "seats" in only:
-        lab_bench.bench_seats(table, runs, verdict)
+        lab_bench.bench_seats(table, runs, verdict, args.lab_big_seats)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="users,reset,scale,health,site,seats")
     parser.add_argument("--lab-cold", action="store_true", help="site: make the lab's nodes anew and time site.yml cold")
+    parser.add_argument("--lab-big-seats", type=int, default=300, help="seats: the larger lab (72 or less: none)")
     parser.add_argument("--naive-seats", type=int, default=int(os.environ.get("BENCH_NAIVE_SEATS", "72")))
     parser.add_argument("--claims", type=int, default=int(os.environ.get("BENCH_CLAIMS", "10000")))
     parser.add_argument("--out", default=os.environ.get("BENCH_OUT", ""))
@@ -405,7 +406,7 @@ def main(argv=None) -> int:
     if only & {"users", "reset", "scale", "health"}:
         bench_harness(table, work, only, args)
     if only & {"site", "seats"}:
-        bench_lab(table, work, only, args.lab_cold)
+        bench_lab(table, work, only, args)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=False).stdout.strip() or "unknown"
     header = (f"make bench, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, git {commit}, "

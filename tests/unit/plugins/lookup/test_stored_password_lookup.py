@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""stored_password is ansible.builtin.password outside check mode, and in check mode returns the same without writing."""
+"""stored_password keeps ansible.builtin.password's store, hashes at the shadow tools' cost, and in check mode returns
+the same without writing."""
 
 from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleError
+from passlib.hash import sha512_crypt
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import lookup_loader
 
@@ -21,14 +23,35 @@ def run(terms, check_mode):
     return lookup('dralab.workshop.stored_password').run(terms, variables={'ansible_check_mode': check_mode})
 
 
-@pytest.mark.parametrize('encrypt', ['', ' encrypt=sha512_crypt'])
-def test_check_mode_returns_what_the_builtin_returns_for_a_stored_password(tmp_path, encrypt):
-    term = '%s/user01 length=14%s' % (tmp_path, encrypt)
+def test_a_plain_password_is_the_builtins_in_and_out_of_check_mode(tmp_path):
+    term = '%s/user01 length=14' % tmp_path
     stored = lookup('ansible.builtin.password').run([term], variables={})
     content = (tmp_path / 'user01').read_bytes()
     assert run([term], check_mode=True) == stored == run([term], check_mode=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ['user01']
     assert (tmp_path / 'user01').read_bytes() == content
+
+
+def test_a_hash_has_the_stored_salt_and_the_shadow_tools_rounds(tmp_path):
+    term = '%s/user01 length=14 chars=ascii_letters,digits encrypt=sha512_crypt' % tmp_path
+    [first] = run([term], check_mode=False)
+    password, salt = (tmp_path / 'user01').read_text().rstrip('\n').split(' salt=')
+    assert len(password) == 14 and password.isalnum() and len(salt) == 16
+    assert sha512_crypt.from_string(first).rounds == 5000 and sha512_crypt.verify(password, first)
+    content = (tmp_path / 'user01').read_bytes()
+    assert run([term], check_mode=False) == [first] == run([term], check_mode=True)
+    assert (tmp_path / 'user01').read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['user01'], 'a lock file was left'
+
+
+def test_a_store_the_builtin_lookup_wrote_keeps_its_password_and_salt(tmp_path):
+    term = '%s/user01 length=14 encrypt=sha512_crypt' % tmp_path
+    [builtin_hash] = lookup('ansible.builtin.password').run([term], variables={})
+    password = (tmp_path / 'user01').read_text().split(' salt=')[0]
+    [ours] = run([term], check_mode=False)
+    ours_parsed, builtin_parsed = sha512_crypt.from_string(ours), sha512_crypt.from_string(builtin_hash)
+    assert (ours_parsed.salt, ours_parsed.rounds, builtin_parsed.rounds) == (builtin_parsed.salt, 5000, 656000)
+    assert sha512_crypt.verify(password, ours) and sha512_crypt.verify(password, builtin_hash)
 
 
 def test_check_mode_writes_nothing_the_builtin_would_write(tmp_path):
@@ -39,8 +62,10 @@ def test_check_mode_writes_nothing_the_builtin_would_write(tmp_path):
     assert run(terms, check_mode=True) == [NOT_STORED, NOT_STORED, NOT_STORED, 'secret']
     assert sorted(p.name for p in tmp_path.iterdir()) == ['no-ident', 'plain']
     assert (tmp_path / 'plain').read_text() == 'secret\n'
-    # Outside check mode the builtin lookup writes them (bcrypt left out: passlib cannot hash with bcrypt 5 here).
+    # Outside check mode they are written as the builtin lookup writes them (bcrypt left out: passlib cannot hash
+    # with bcrypt 5 here).
     assert NOT_STORED not in run(terms[:2], check_mode=False)
+    assert (tmp_path / 'plain').read_text().startswith('secret salt=')
     assert (tmp_path / 'missing').exists() and ' salt=' in (tmp_path / 'plain').read_text()
 
 
