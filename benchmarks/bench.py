@@ -77,17 +77,23 @@ def log(msg: str) -> None:
 class Table:
     def __init__(self):
         self.rows: list[tuple[str, str, str, str, str]] = []
+        self.notes: list[str] = []
 
     def add(self, what: str, figure: str, baseline: str = "", ratio: str = "", goal: str = "") -> None:
         self.rows.append((what, figure, baseline, ratio, goal))
         log(f"{what}: {figure}  {baseline}  {ratio}  {goal}")
+
+    def note(self, text: str) -> None:
+        """A line printed below the table (a split too long for a column)."""
+        self.notes.append(text)
+        log(text)
 
     def text(self) -> str:
         head = ("benchmark", "figure", "baseline (same run)", "ratio", "goal")
         widths = [max(len(r[i]) for r in [head, *self.rows]) for i in range(5)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head, *self.rows]]
         lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(lines)
+        return "\n".join(lines + [""] * bool(self.notes) + self.notes)
 
 
 def verdict(ok: bool) -> str:

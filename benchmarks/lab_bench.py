@@ -1,12 +1,13 @@
 """make bench's lab rows (issue 28): the instructor's real path on the podman lab that `make lab` left up, seats with
 Linux accounts on the two login hosts (cp1 and login1), each figure against its baseline in the same run.
 
-  seats  (--lab-big-seats N: the larger lab, default 300; 72 or less leaves it out.) The shell floor first (one SSH command on login1: useradd + chpasswd + userdel of 72 accounts; and the
+  seats  The shell floor first (one SSH command on login1: useradd + chpasswd + userdel of 72 accounts; and the
          handover's: lock, kill, clear the shared folders, a new home from /etc/skel and a new password for 72
          accounts), then users.yml 4 -> 72 seats cold, rerun, --check and the rerun through Mitogen; reset.yml with
          72 busy seats (a claim and a pod each) and the full handover, checked afterwards (every GPU free, every old
          password and token refused); a one-seat reset; users.yml 72 -> 300 seats and reset.yml of 300 seats, with
-         the ratio against 72. The lab keeps 300 seats afterwards (users.yml -e dralab_seats=4 does not shrink it:
+         the ratio against 72 (--lab-big-seats N: another size; 72 or less leaves them out). The lab keeps 300 seats
+         afterwards (users.yml -e dralab_seats=4 does not shrink it:
          teardown.yml removes seats).
   site   site.yml cold (with --lab-cold: the nodes made anew, then mirror.yml and site.yml) and rerun, each with its
          split per stage (play), rerun --check, and the rerun through Mitogen (its baseline: the stock rerun).
@@ -331,11 +332,11 @@ def bench_site(table, runs: LabRuns, verdict, cold: bool) -> None:
                   f"{total:.0f} s (nodes {nodes:.0f} s, mirror.yml {mirror['seconds']:.0f} s, site.yml "
                   f"{site['seconds']:.0f} s, rc {site['rc']})", "", "",
                   "<= 8 min: " + verdict(site["rc"] == 0 and total <= 480))
-        table.add("lab: site.yml cold, per stage", split_text(site["lines"]))
+        table.note("site.yml cold, per stage: " + split_text(site["lines"]))
     rerun = runs.play("playbooks/site.yml")
     table.add("lab: site.yml rerun", f"{rerun['seconds']:.1f} s (rc {rerun['rc']}), changed={rerun['changed']}", "", "",
               "<= 60 s, changed=0: " + verdict(rerun["rc"] == 0 and rerun["changed"] == 0 and rerun["seconds"] <= 60))
-    table.add("lab: site.yml rerun, per stage", split_text(rerun["lines"]))
+    table.note("site.yml rerun, per stage: " + split_text(rerun["lines"]))
     check = runs.play("playbooks/site.yml", "--check")
     table.add("lab: site.yml rerun --check", f"{check['seconds']:.1f} s (rc {check['rc']}), changed={check['changed']}",
               "", "", "changed=0: " + verdict(check["rc"] == 0 and check["changed"] == 0))
