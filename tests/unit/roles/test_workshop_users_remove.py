@@ -62,10 +62,13 @@ def test_removal_reuses_the_moved_seats_tasks():
     # The handover (moved.yml's first task) hands over and removes exactly the accounts found.
     moved = yaml.safe_load((TASKS / 'moved.yml').read_text())
     assert moved[0]['dralab.workshop.seat_handover']['seats'] == '{{ workshop_users_moved_accounts.keys() | list }}'
-    deny = next(task for task in remove if 'ansible.builtin.blockinfile' in task)
-    linux = (TASKS / 'linux.yml').read_text()
-    assert deny['ansible.builtin.blockinfile']['marker'] in linux
-    assert deny['ansible.builtin.blockinfile']['state'] == 'absent'
+    # The deny files' seat block goes by the module that writes it (its marker is the module's), and only it.
+    deny = next(task for task in remove if 'dralab.workshop.seat_login_host' in task)['dralab.workshop.seat_login_host']
+    assert deny == {'group': '{{ workshop_users_group }}', 'seats': [],
+                    'job_deny_files': '{{ workshop_users_job_deny_files }}', 'require_pam_systemd': False}
+    linux = yaml.safe_load((TASKS / 'linux.yml').read_text())[0]['block']
+    rules = next(task for task in linux if 'dralab.workshop.seat_login_host' in task)['dralab.workshop.seat_login_host']
+    assert rules['job_deny_files'] == deny['job_deny_files']
 
 
 def test_teardown_removes_the_seats_only_when_asked_and_confirmed():

@@ -126,8 +126,10 @@ def test_the_seats_get_the_shell_and_no_user_manager():
     converge = next(task for task in linux if "dralab.workshop.seat_accounts" in task)
     accounts = converge["dralab.workshop.seat_accounts"]
     assert "workshop_users_seat_login_shell if workshop_users_seat_shell_filter" in accounts["shell"]
-    install = next(task for task in linux if task["name"] == "Install the seats' login shell")
-    assert linux.index(install) < linux.index(converge)
+    rules = next(task for task in linux if "dralab.workshop.seat_login_host" in task)
+    assert "workshop_users_seat_login_shell" in rules["dralab.workshop.seat_login_host"]["login_shell"]
+    assert "lookup('ansible.builtin.template', 'dralab-seat-shell.j2')" in rules["dralab.workshop.seat_login_host"]["login_shell"]
+    assert linux.index(rules) < linux.index(converge)
     assert "seat-user-manager.conf.j2" in accounts["user_manager_dropin"]
     assert "if workshop_users_seat_shell_filter | bool" in accounts["user_manager_dropin"]
     manager = (REPO / "roles" / "workshop_users" / "templates" / "seat-user-manager.conf.j2").read_text()
@@ -135,17 +137,15 @@ def test_the_seats_get_the_shell_and_no_user_manager():
 
 
 def test_kernel_settings_are_set_where_the_kernel_has_them_and_the_lab_leaves_its_shared_kernel_alone():
-    tasks = yaml.safe_load((REPO / "roles" / "workshop_users" / "tasks" / "kernel.yml").read_text())
-    check, apply, report = tasks
-    assert check["ansible.builtin.stat"]["path"] == "/proc/sys/{{ item.key | replace('.', '/') }}"
-    assert apply["loop"] == "{{ workshop_users_kernel_present.results | selectattr('stat.exists') }}"
-    assert apply["ansible.posix.sysctl"]["sysctl_file"] == "{{ workshop_users_kernel_settings_file }}"
-    assert "rejectattr('stat.exists')" in report["when"]
+    linux = yaml.safe_load((REPO / "roles" / "workshop_users" / "tasks" / "linux.yml").read_text())[0]["block"]
+    rules = next(task for task in linux if "dralab.workshop.seat_login_host" in task)
+    assert rules["dralab.workshop.seat_login_host"]["kernel_settings"] == "{{ workshop_users_kernel_settings }}"
+    assert rules["dralab.workshop.seat_login_host"]["kernel_settings_file"] == "{{ workshop_users_kernel_settings_file }}"
+    report = linux[linux.index(rules) + 1]
+    assert report["when"] == "workshop_users_host_rules.kernel_settings_missing | default([]) | length > 0"
     defaults = yaml.safe_load((REPO / "roles" / "workshop_users" / "defaults" / "main.yml").read_text())
     assert defaults["workshop_users_kernel_settings"] == {
         "kernel.yama.ptrace_scope": 1, "kernel.unprivileged_userns_clone": 0,
         "kernel.apparmor_restrict_unprivileged_userns": 1}
     lab = yaml.safe_load((REPO / "inventories" / "local" / "group_vars" / "all.yml").read_text())
     assert lab["workshop_users_kernel_settings"] == {}
-    linux = (REPO / "roles" / "workshop_users" / "tasks" / "linux.yml").read_text()
-    assert "ansible.builtin.include_tasks: kernel.yml" in linux
