@@ -51,7 +51,6 @@ from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import other_scheduler, pod_blockers, scheduler_message
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.explain_claim import ClaimExplanation, request_expressions
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import (
     PodIndex,
@@ -142,6 +141,7 @@ class _Device:
 
     def label(self):
         return '%s on %s' % (self.name, self.node) if self.node else '%s in pool %s' % (self.name, self.pool)
+
 
 
 class Explainer:
@@ -351,25 +351,22 @@ class Explainer:
         """Explanations of every claim without an allocation, in namespace/name order.
 
         Claims of the cluster (they have a uid, so no quota check applies) that ask for the same devices
-        and whose pods may run on the same nodes get the same answer: it is worked out once per such
-        kind of claim (9,000 pending claims from one template cost one search), and each claim's own
-        answer shares its parts.
+        and whose pods may run on the same nodes get the same findings: the search is done once per such
+        kind of claim (9,000 pending claims from one template cost one search), and each claim's answer is
+        worded from them for the claim and its own pod (its gates, its scheduler, what the scheduler said of it).
         """
         pending = [c for c in self.claims if not (c.get('status') or {}).get('allocation')]
         pending.sort(key=lambda c: (object_meta(c).get('namespace') or '', object_meta(c).get('name') or ''))
         answers, known = [], {}
         for claim in pending:
             key = self._same_answer_key(claim)
-            if key is None or key not in known:
-                answer = self.explain(claim)
-                if key is not None:
-                    known[key] = answer
-            else:
-                meta = object_meta(claim)
-                answer = dict(known[key], claim='%s/%s' % (meta.get('namespace'), meta.get('name')),
-                              namespace=meta.get('namespace'), name=meta.get('name'),
-                              seat=self.seats.get(meta.get('namespace')))
-            answers.append(answer)
+            explanation = ClaimExplanation(self, claim)
+            if key is not None and key in known:
+                answers.append(explanation.answer_as(known[key]))
+                continue
+            answers.append(explanation.run())
+            if key is not None:
+                known[key] = explanation
         return answers
 
     def _same_answer_key(self, claim):
@@ -379,9 +376,6 @@ class Explainer:
         consumers = self.pods.consumers(claim)
         live = [p for p in consumers if (p.get('status') or {}).get('phase') not in TERMINATED_PHASES]
         pod = (live or consumers or [None])[0]
-        if pod is not None and ((pod.get('spec') or {}).get('schedulingGates') or other_scheduler(pod)
-                                or pod_blockers(scheduler_message(pod))):
-            return None  # its answer names its pod (gated, other_scheduler, pod_unschedulable)
         spec = None if pod is None else dict((k, (pod.get('spec') or {}).get(k))
                                              for k in ('tolerations', 'nodeName', 'nodeSelector', 'affinity'))
         return json.dumps([(claim.get('spec') or {}).get('devices'), spec], sort_keys=True, default=str)

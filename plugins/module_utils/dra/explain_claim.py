@@ -22,7 +22,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis impo
     scheduler_message,
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import TERMINATED_PHASES
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import node_blocker, tolerated
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import ByNode, node_blocker, tolerated
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.selectors import describe_selector, device_attribute, int_quantity, selector_hint
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import join_names, natural_key, plural
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
@@ -78,9 +78,12 @@ class ClaimExplanation:
         self.pod = (live or pods or [None])[0]
         self.not_modeled = []
         self.rows = []
+        self._usable = None
+        self.outcome = None
 
     def result(self, allocatable, reason, cause, finding=None, **extra):
         """The answer: the reason code and its cause, with the diagnosis (verdict, action, advice, sentence)."""
+        self.outcome = (allocatable, reason, cause, finding, extra)
         finding = finding or {}
         out = {
             'claim': self.ref, 'namespace': self.ns, 'name': self.name, 'seat': self.x.seats.get(self.ns),
@@ -97,6 +100,13 @@ class ClaimExplanation:
                             gated=gated, scheduler=scheduler, unschedulable=(pod_ref, blockers) if blockers else None))
         out.update(extra)
         return out
+
+    def answer_as(self, other):
+        """This claim's answer from the search of other, a claim that asks for the same devices and whose pod may
+        go to the same nodes: its findings, in the words of this claim and its own pod (gates, scheduler)."""
+        self.rows, self.not_modeled = other.rows, list(other.not_modeled)
+        allocatable, reason, cause, finding, extra = other.outcome
+        return self.result(allocatable, reason, cause, finding, **extra)
 
     def run(self):
         allocation = (self.claim.get('status') or {}).get('allocation')
@@ -188,7 +198,13 @@ class ClaimExplanation:
         return bool(device.spec.get('allowMultipleAllocations')) and self.x.share_fits(device, plan['capacity'])
 
     def _usable_nodes(self):
-        """[(node name, node object or None)] where the claim's pod could run, and {node: why not} for the rest."""
+        """[(node name, node object or None)] where the claim's pod could run, and {node: why not} for the rest
+        (worked out once per claim)."""
+        if self._usable is None:
+            self._usable = self._find_usable_nodes()
+        return self._usable
+
+    def _find_usable_nodes(self):
         blocked = {}
         if self.x.nodes:
             usable = []
@@ -237,10 +253,9 @@ class ClaimExplanation:
         for plan in plans:
             by_request[plan['index']].append(plan)
         budget = [SEARCH_LIMIT]
+        grouped = dict((plan['name'], ByNode(plan['matching'])) for plan in plans)
         for node_name, node_obj in usable:
-            per_plan = {}
-            for plan in plans:
-                per_plan[plan['name']] = [d for d in plan['matching'] if d.reachable_from(node_name, node_obj)]
+            per_plan = dict((name, devices.reachable_from(node_name, node_obj)) for name, devices in grouped.items())
             picked = self._search(by_request, 0, per_plan, [], [], free_only, budget)
             if budget[0] <= 0:
                 return None, None
@@ -434,10 +449,12 @@ class ClaimExplanation:
         all_nodes = [(name, self.x.nodes.get(name)) for name in sorted(
             set(d.node for d in self.x.devices if d.node) | set(self.x.nodes), key=natural_key)]
 
+        grouped = ByNode(plan['matching'])
+
         def per_node(nodes, free_only):
             counts = {}
             for node_name, node_obj in nodes:
-                devices = [d for d in plan['matching'] if d.reachable_from(node_name, node_obj)]
+                devices = grouped.reachable_from(node_name, node_obj)
                 if free_only:
                     devices = [d for d in devices if self._free(plan, d)]
                 counts[node_name] = len(devices)

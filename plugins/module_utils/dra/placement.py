@@ -6,6 +6,8 @@ affinity), node readiness, unschedulable nodes and the NoSchedule/NoExecute tain
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta, object_name
 
 
@@ -106,3 +108,25 @@ def node_blocker(node, pod=None):
         if required and not node_selector_matches(required, node):
             return 'not selected by the pod\'s node affinity'
     return None
+
+
+class ByNode:
+    """devices grouped once by the node each is bound to, so the devices a node reaches are found without testing
+    every device for every node (the explainer asks for every node, for every pending claim). Order kept."""
+
+    def __init__(self, devices):
+        self.bound = defaultdict(list)
+        self.unbound = []  # allNodes or a nodeSelector: tested per node
+        for position, device in enumerate(devices):
+            if device.node:
+                self.bound[device.node].append((position, device))
+            else:
+                self.unbound.append((position, device))
+
+    def reachable_from(self, node_name, node_obj):
+        """The devices reachable from the node, in the order they were given (as _Device.reachable_from filters)."""
+        found = self.bound.get(node_name, [])
+        if self.unbound:
+            found = sorted(found + [entry for entry in self.unbound if entry[1].reachable_from(node_name, node_obj)],
+                           key=lambda entry: entry[0])
+        return [device for _position, device in found]

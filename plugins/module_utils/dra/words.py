@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 
@@ -30,5 +31,7 @@ def device_label(driver, pool, device, pool_node):
 _NATURAL = re.compile(r'(\d+)')
 
 
+# Cached: the explainer sorts the same node and device names for every pending claim.
+@functools.lru_cache(maxsize=65536)
 def natural_key(text):
-    return [int(part) if part.isdigit() else part for part in _NATURAL.split(text or '')]
+    return tuple(int(part) if part.isdigit() else part for part in _NATURAL.split(text or ''))

@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel as dra_cel
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain_claim
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 NOW = '2026-10-28T10:00:00Z'
@@ -624,3 +625,35 @@ def test_pending_claims_that_ask_alike_share_one_answer_which_is_each_ones_own(l
         key=lambda c: (c['metadata']['namespace'], c['metadata']['name']))]
     assert shared == alone
     assert len(set(a['claim'] for a in shared)) == len(shared) == 9
+
+
+def test_claims_whose_pods_ask_alike_share_one_search_and_each_answer_names_its_own_pod(lab, monkeypatch):
+    """Pods for a scheduler that does not run, gated pods and plain ones, with the same placement: one search for
+    them all (9,000 such claims cost one), and each answer is the one the claim gets alone, naming its own pod."""
+    held = fill_lab(lab, keep_free=[('node1', 'gpu-0')])
+    waiting, pods = [], []
+    for i in range(9):
+        ns, name = 'user%02d' % (40 + i), 'wait-%02d' % i
+        waiting.append(claim(name, namespace=ns))
+        spec = {'containers': [{'name': 'c', 'image': 'x'}], 'resourceClaims': [{'name': 'gpu', 'resourceClaimName': name}]}
+        if i % 3 == 1:
+            spec['schedulerName'] = 'my-scheduler'
+        elif i % 3 == 2:
+            spec['schedulingGates'] = [{'name': 'example.com/hold'}]
+        pods.append({'apiVersion': 'v1', 'kind': 'Pod', 'status': {'phase': 'Pending'}, 'spec': spec,
+                     'metadata': {'name': 'pod-%02d' % i, 'namespace': ns, 'uid': 'pod-uid-%02d' % i}})
+    lab['claims'], lab['pods'] = held + waiting, lab['pods'] + pods
+    lab.pop('claim_templates')
+    runs = []
+    real_run = explain_claim.ClaimExplanation.run
+    monkeypatch.setattr(explain_claim.ClaimExplanation, 'run', lambda self: runs.append(self.ref) or real_run(self))
+    shared = dra_explain.Explainer(now=NOW, **lab).explain_pending()
+    assert len(runs) == 1
+    alone = [dra_explain.Explainer(now=NOW, **lab).explain(c) for c in waiting]
+    assert shared == alone
+    verdicts = dict((a['claim'], a['verdict']) for a in shared)
+    assert verdicts['user41/wait-01'] == 'other_scheduler' and verdicts['user42/wait-02'] == 'gated'
+    assert verdicts['user40/wait-00'] != verdicts['user41/wait-01']
+    for i, answer in enumerate(shared[:3]):
+        if i:
+            assert 'pod-%02d' % i in answer['sentence'], answer['sentence']
