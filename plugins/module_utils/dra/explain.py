@@ -143,7 +143,6 @@ class _Device:
         return '%s on %s' % (self.name, self.node) if self.node else '%s in pool %s' % (self.name, self.pool)
 
 
-
 class Explainer:
     """Indexes a cluster state once; explain(claim) answers for one claim, explain_pending() for all pending."""
 
