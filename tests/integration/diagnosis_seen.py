@@ -28,7 +28,7 @@ KEPT = Path(os.environ.get("DRALAB_CACHE") or Path.home() / ".cache" / "dralab")
 
 def ageless(sentence: str) -> str:
     """The sentence without the holders' ages ("for 7s"): the tools read the lab seconds apart."""
-    return re.sub(r" for \d+[smhd]\b", " for AGE", sentence)
+    return re.sub(r" for (?:\d+[smhd])+\b", " for AGE", sentence)
 
 
 SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_image": "busybox:1.37",

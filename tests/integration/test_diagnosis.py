@@ -16,7 +16,6 @@ state (dra_health's snapshot) and can-has-gpu run as the seat (the wheel's CLI, 
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,10 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from kubernetes import client
 
-from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from can_has_gpu_runner import Reaper, Tool
+from diagnosis_seen import SETTINGS, ageless, record_fixture
+from diagnosis_seen import Seen as SeenBy
 from k8s_helpers import (allocated, api_from_kubeconfig, claim_body, clear_namespaces, pod_body, resource_api,
                          wait_for, wait_pod_unschedulable)
 from playbook import problems_of, seat_names
@@ -36,16 +35,11 @@ HOLDERS = seat_names(64)[40:64]  # user41..user64: one GPU each, the lab's 24
 NEVER, WAITS, TYPOS, OTHER = "user70", "user71", "user69", "user72"
 SEATS = HOLDERS + [NEVER, WAITS, TYPOS, OTHER]
 GPUS = 24
-SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_image": "busybox:1.37",
-            "default_class": lab_settings.default("dralab_device_classes")[0]["name"], "driver": DEFAULT_DRIVER}
 MEMORY = "device.capacity['gpu.example.com'].memory.compareTo(quantity('100Gi')) >= 0"
 NEVER_SENTENCE = ("no GPU has memory >= 100Gi (the largest has 80Gi). Change the request: ask for no more than the "
                   "devices offer.")
-AGE = re.compile(r" for [0-9][0-9smhd]*")  # the ages a sentence names move on between two tools' reads
 
-
-def same_words(sentence: str) -> str:
-    return AGE.sub(" for AGE", sentence)
+record = record_fixture("core")
 
 
 @pytest.fixture(scope="module")
@@ -71,28 +65,17 @@ def occupancy_of(api, seat) -> list[dict]:
     return json.loads(cm.data["claims.json"])["claims"]
 
 
-class Seen:
-    """What each tool said at one moment: dra_health's report, the board's state, can-has-gpu's answers."""
+class Seen(SeenBy):
+    """What each tool said at one moment (diagnosis_seen.Seen: can-has-gpu why -o json per seat) and can-has-gpu
+    why's text as the seats read it."""
 
     def __init__(self, workshop, tool, name):
-        dest = workshop.dir / f"diagnosis-{name}.html"
-        self.report = workshop.health(snapshot_dest=str(dest))
-        self.board = json.loads(dest.with_suffix(".json").read_text())
-        self.why = {}
-        for seat in (NEVER, WAITS, TYPOS):
-            text = tool.show(tool.run(seat, "why"))
-            self.why[seat] = (text, tool.run(seat, "why", "-o", "json"))
-
-    def problem(self, obj):
-        return next(p for p in self.report["problems"] if p["object"] == obj)
+        super().__init__(workshop, tool, f"core-{name}", (NEVER, WAITS, TYPOS))
+        self.text = {seat: tool.show(tool.run(seat, "why")) for seat in self.why}
 
     def pending(self, namespace):
         [row] = [p for p in self.board["pending"] if p["namespace"] == namespace]
         return dict(row, text=board_page.words(row["sentence"], self.board["generated"]))
-
-    def board_problem(self, obj):
-        [row] = [p for p in self.board["problems"] if p["object"] == obj]
-        return dict(row, text=board_page.words(row["reason"], self.board["generated"]))
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +114,7 @@ def situations(control_plane, workshop, tool, reaper):
     seen["claims_after_reserve"] = resource_api(admin).list_namespaced_resource_claim(OTHER).items
 
     # The holder the waiting claim was told about releases; the claim gets its GPU.
-    first = seen["full"].why[WAITS][1].json()["first_lease_claim"]
+    first = seen["full"].why[WAITS].json()["first_lease_claim"]
     seen["first"] = first
     seen["release_first"] = tool.show(tool.run(first.split("/")[0], "release", "--all"))
     seen["small"] = wait_for(f"{WAITS}/small to get the GPU {first} held", lambda: (
@@ -148,12 +131,16 @@ def situations(control_plane, workshop, tool, reaper):
     clear_namespaces(admin, SEATS)
 
 
-def test_a_claim_that_never_fits_is_told_so_by_every_tool(situations):
-    for moment in ("full", "freed"):
+def test_a_claim_that_never_fits_is_told_so_by_every_tool(situations, record):
+    for moment, situation, outcome in (
+            ("full", "A claim no GPU can satisfy (memory >= 100Gi on 80Gi cards), the lab full", None),
+            ("freed", "The same claim after every GPU is freed",
+             "allocated: " + str(allocated(situations["big"]) or "nothing"))):
         seen = situations[moment]
+        record.add(situation, seen, f"ResourceClaim {NEVER}/big", NEVER, outcome=outcome)
         health = seen.problem(f"ResourceClaim {NEVER}/big")
         row = seen.pending(NEVER)
-        text, as_json = seen.why[NEVER]
+        text, as_json = seen.text[NEVER], seen.why[NEVER]
         answer = as_json.json()
         assert health["verdict"] == row["verdict"] == answer["verdict"] == "never_fits", moment
         assert health["explain_sentence"] == row["text"] == answer["sentence"] == NEVER_SENTENCE, moment
@@ -176,15 +163,18 @@ def test_reserve_refuses_a_request_that_never_fits_at_once(situations):
     assert "try again later" not in result.stdout and not situations["claims_after_reserve"]
 
 
-def test_a_claim_that_waits_names_its_holders_the_same_everywhere_and_gets_the_gpu_they_release(situations):
+def test_a_claim_that_waits_names_its_holders_the_same_everywhere_and_gets_the_gpu_they_release(situations, record):
     seen = situations["full"]
+    record.add("Every matching GPU in use by the seats (24 reserved through can-has-gpu)", seen,
+               f"ResourceClaim {WAITS}/small", WAITS,
+               outcome=f"{situations['first']} released: allocated {allocated(situations['small'])}")
     health = seen.problem(f"ResourceClaim {WAITS}/small")
     row = seen.pending(WAITS)
-    text, as_json = seen.why[WAITS]
+    text, as_json = seen.text[WAITS], seen.why[WAITS]
     answer = as_json.json()
     assert health["verdict"] == row["verdict"] == answer["verdict"] == "waits"
     assert health["explain_sentence"] == row["text"], "the report and the board are one judgement"
-    assert same_words(answer["sentence"]) == same_words(health["explain_sentence"])
+    assert ageless(answer["sentence"]) == ageless(health["explain_sentence"])
     sentence = health["explain_sentence"]
     assert sentence.startswith("24 GPUs match; all are in use: gpu-0 on node-1 by user"), sentence
     assert " (lease until 20" in sentence and ", and 21 more." in sentence, sentence
@@ -202,8 +192,12 @@ def test_a_claim_that_waits_names_its_holders_the_same_everywhere_and_gets_the_g
     assert allocated(situations["small"]) == [situations["devices"][first]]
 
 
-def test_pods_that_wait_for_a_missing_claim_are_reported(situations):
+def test_pods_that_wait_for_a_missing_claim_are_reported(situations, record):
     seen = situations["full"]
+    for name, situation in (("typo", "A pod whose resourceClaimName has a typo"),
+                            ("tmpl", "A pod whose resourceClaimTemplateName does not exist"),
+                            ("borrow", "A pod naming a claim of another namespace")):
+        record.add(situation, seen, f"Pod {TYPOS}/{name}", TYPOS, pod=name)
     found = {p["name"]: p for p in problems_of(seen.report, "pod_claim_missing") if p["namespace"] == TYPOS}
     assert sorted(found) == ["borrow", "tmpl", "typo"]
     assert (found["typo"]["missing_kind"], found["typo"]["missing"]) == ("ResourceClaim", "gpu-claimm")
@@ -214,7 +208,7 @@ def test_pods_that_wait_for_a_missing_claim_are_reported(situations):
     for name, problem in found.items():
         assert problem["severity"] == "warning" and problem["verdict"] == "claim_missing"
         assert seen.board_problem(f"Pod {TYPOS}/{name}")["text"] == problem["reason"]
-    text, as_json = seen.why[TYPOS]
+    text, as_json = seen.text[TYPOS], seen.why[TYPOS]
     assert (text.rc, as_json.rc) == (5, 5), text.describe()
     told = {f["pod"]: f["sentence"] for f in as_json.json()["pods_waiting"]}
     # The seat is told of its own pods in the report's words, but never of another seat's namespace.

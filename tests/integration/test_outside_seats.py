@@ -22,6 +22,7 @@ from kubernetes import client
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
 from can_has_gpu_runner import Reaper, Tool
+from diagnosis_seen import Seen, ageless, record_fixture
 from k8s_helpers import (allocated, api_from_kubeconfig, claim_body, clear_namespaces, delete_namespace,
                          pod_body, resource_api, wait_default_service_account, wait_for, wait_pod_unschedulable)
 
@@ -33,6 +34,8 @@ GPUS, PER_NODE = 24, 8
 SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_image": "busybox:1.37",
             "default_class": lab_settings.default("dralab_device_classes")[0]["name"], "driver": DEFAULT_DRIVER}
 OCCUPANCY = "dralab-gpu-occupancy"
+
+record = record_fixture("outside")
 
 
 def occupancy_of(api, seat) -> dict:
@@ -88,6 +91,7 @@ def told(tool, workshop, admin, res) -> dict:
     finally:
         api.close()
     wait_pod_unschedulable(admin, WAITS, "small")
+    seen["tools"] = Seen(workshop, tool, "outside", [WAITS])
     seen["why"] = tool.run(WAITS, "why", "small")
     seen["why_json"] = tool.run(WAITS, "why", "small", "-o", "json")
     started = time.monotonic()
@@ -154,6 +158,19 @@ def test_why_as_a_seat_says_the_claim_waits_for_gpus_in_use_outside_the_seats(se
                                   "node-1 in use outside the seats for "), text.describe()
     assert "Wait until one of them is released (no lease ends theirs by itself)." in answer["sentence"]
     no_secret_in(text.stdout + as_json.stdout)
+
+
+def test_the_instructor_and_the_seat_are_told_the_same_verdict(seen, record):
+    """dra_health, the board and can-has-gpu as the seat say the same sentence: the GPUs are in use outside the
+    seats (no namespace named, in the instructor's report either) and the claim waits."""
+    row = record.add("Every GPU in use outside the seats (an instructor's namespace holds all 24)", seen["tools"],
+                     f"ResourceClaim {WAITS}/small", WAITS, outcome="still pending while they hold them")
+    assert row["verdict"] == row["can_has_gpu"]["verdict"] == "waits", row
+    assert row["board"].endswith(": " + row["dra_health"]), row  # the board: the claim, then the same sentence
+    assert ageless(row["dra_health"]) == ageless(row["can_has_gpu"]["sentence"]), row
+    assert "in use outside the seats" in row["dra_health"], row
+    assert row["can_has_gpu"]["exit"] == 3, row
+    no_secret_in(row["can_has_gpu"]["sentence"])
 
 
 def test_reserve_as_a_seat_says_so_at_once_and_holds_nothing(seen):

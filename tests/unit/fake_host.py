@@ -28,11 +28,14 @@ def mode_owner(path):
 
 
 def snapshot(root):
-    """Every file below root -> its bytes, mode and owner."""
+    """Every file below root -> its bytes, mode and owner (a link -> where it points)."""
     found = {}
     for folder, _folders, names in os.walk(root):
         for name in names:
             path = os.path.join(folder, name)
+            if os.path.islink(path):
+                found[path] = ("link", os.readlink(path))
+                continue
             with open(path, "rb") as handle:
                 found[path] = (handle.read(), mode_owner(path))
     return found

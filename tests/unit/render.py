@@ -102,7 +102,7 @@ def template_value(role: str, value: str, variables: dict | None = None):
 def participant_tool_settings(variables: dict | None = None) -> dict:
     """The can-has-gpu settings file as role participant_tool writes it (tasks/install.yml) with its defaults."""
     tasks = DataLoader().load_from_file(str(REPO / "roles" / "participant_tool" / "tasks" / "install.yml"))
-    task = next(task for task in tasks if task["name"] == "Write the can-has-gpu settings")
+    task = next(task for task in tasks if "dralab.workshop.node_program" in task)
     return {key: template_value("participant_tool", value, variables)
             for key, value in task["vars"]["participant_tool_settings"].items()}
 
