@@ -212,7 +212,8 @@ def test_a_pod_that_cannot_go_where_its_shared_claim_is(table, record):
     assert seen.board_problem(f"Pod {SHARED}/second")["text"] == health["reason"]
     answer = seen.why[SHARED]
     told = {f["pod"]: f for f in answer.json()["pods_waiting"]}
-    assert told["second"]["sentence"] == health["reason"] and answer.rc == 0, answer.describe()
+    # The seat's claim has its GPU (for pod first), but pod second waits for good: why exits 5 (change the pod).
+    assert told["second"]["sentence"] == health["reason"] and answer.rc == 5, answer.describe()
     # The scheduler agrees: the pod stays unscheduled.
     assert not table["second"].spec.node_name
 
@@ -250,6 +251,7 @@ def test_a_claim_the_admission_policy_refused_to_make(table, record):
     # The controller tries again with a new generated name each time: the words of two reads differ only in it.
     assert told["two"]["verdict"] == "refused", answer.describe()
     assert same_name(told["two"]["sentence"]) == same_name(health["reason"]), answer.describe()
+    assert answer.rc == 5, answer.describe()
     assert [c.metadata.name for c in table["refused_claims"]] == ["held"]
 
 

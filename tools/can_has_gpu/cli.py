@@ -151,10 +151,26 @@ def cmd_status(args, settings, out) -> int:
 def cmd_why(args, settings, out) -> int:
     answer = service.why(args.kubeconfig, settings, args.claim)
     out.result(answer, render.why_text(answer))
-    # Fits, and the scheduler tries it (no gate, its scheduler runs, its pod fits some node).
-    if answer.get("allocatable") and answer.get("verdict") not in ("gated", "other_scheduler", "pod_unschedulable"):
+    return why_exit(answer, named=bool(args.claim))
+
+
+def why_exit(answer: dict, named: bool) -> int:
+    """The claim's exit; asked about no claim in particular, where the claim would exit 0, a pod of the seat that
+    waits for good (its claim missing, refused, or on a node the pod cannot go to) decides instead."""
+    code, waiting = verdict_exit(answer), answer.get("pods_waiting") or []
+    if code == 0 and waiting and not named:
+        return verdict_exit(waiting[0])
+    return code
+
+
+def verdict_exit(answer: dict) -> int:
+    """0 when the claim has its GPU, or fits and the scheduler tries it (no gate, its scheduler runs, its pod fits
+    some node); else 5 when only a change mends it, 3 when waiting does."""
+    verdict = answer.get("verdict")
+    if verdict == "allocated" or (answer.get("allocatable") and verdict not in (
+            "gated", "other_scheduler", "pod_unschedulable")):
         return 0
-    return EXIT_NEVER_FITS if answer.get("verdict") in CHANGE_VERDICTS else EXIT_NO_GPU
+    return EXIT_NEVER_FITS if verdict in CHANGE_VERDICTS else EXIT_NO_GPU
 
 
 def cmd_release(args, settings, out) -> int:

@@ -179,6 +179,29 @@ def test_a_pod_that_waits_for_a_missing_claim_is_told_the_same_everywhere(tools,
     assert [f["pod"] for f in json.loads(capsys.readouterr().out)["pods_waiting"]] == ["train"]
 
 
+def test_why_exits_for_a_pod_that_waits_for_good_beside_a_claim_that_has_its_gpu(monkeypatch, capsys):
+    """user01 holds its GPU, and its second pod names a claim with a typo: asked about nothing in particular, why
+    tells both and exits 5 (change the pod), as for a seat with no claim at all; asked about the claim, 0."""
+    objects = lab()
+    objects["pods"].append(pod("user01", "train", "gpu-helt"))
+    main = tools_of(objects, monkeypatch)[3]
+    assert main("user01", "why") == 5
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("gpu-held has its GPU: ") and lines[1].startswith(
+        "Pod user01/train waits for ResourceClaim gpu-helt (its resourceClaims entry gpu), which does not exist"), lines
+    assert main("user01", "why", "gpu-held") == 0
+    # Its claim unallocated and used by no pod yet (it fits now): the waiting pod still decides.
+    claim = next(c for c in objects["claims"] if c["metadata"]["namespace"] == "user01")
+    claim["status"] = {}
+    objects["pods"] = [p for p in objects["pods"] if p["metadata"]["name"] != "gpu-held-holder"
+                       or p["metadata"]["namespace"] != "user01"]
+    assert main("user01", "why") == 5
+    assert "gpu-held fits now: " in capsys.readouterr().out
+    assert main("user01", "why", "gpu-held") == 0
+    objects["pods"] = [p for p in objects["pods"] if p["metadata"]["name"] != "train"]
+    assert main("user01", "why") == 0
+
+
 def test_a_holder_stuck_being_deleted_is_named_the_same_everywhere(monkeypatch):
     """user01's holder pod is being deleted on node-1, whose kubelet stopped answering: its GPU stays held until
     somebody forces the pod out, and no lease end frees it. A seat cannot read user01's pods: the reaper's occupancy
