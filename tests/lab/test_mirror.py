@@ -161,10 +161,8 @@ def role_downloads(inventory: dict) -> list[tuple[str, str, str, str]]:
     for artifact in evaluate("containerd", "__containerd_artifacts", inventory):
         inside = {"containerd": "bin/containerd", "cni-plugins": "bridge", "crictl": "crictl"}.get(artifact["name"], "")
         downloads.append((artifact["name"], artifact["url"], artifact["checksum"], inside))
-    for binary in evaluate("kubernetes", "kubernetes_binaries", inventory):
-        more = {**inventory, "__kubernetes_binary": binary}
-        downloads.append((binary, evaluate("kubernetes", "__kubernetes_url", more),
-                          evaluate("kubernetes", "__kubernetes_checksum", more), ""))
+    for binary in evaluate("kubernetes", "__kubernetes_downloads", inventory):
+        downloads.append((binary["name"], binary["url"], binary["checksum"], ""))
     downloads.append(("helm", evaluate("dra_driver", "dra_driver_helm_url | trim", inventory),
                       evaluate("dra_driver", "dra_driver_helm_checksum | trim", inventory), "linux-amd64/helm"))
     downloads.append(("kube-flannel.yml", evaluate("cni", "cni_flannel_manifest_url | trim", inventory), "", ""))

@@ -48,12 +48,13 @@ def test_the_cards_say_where_they_are_and_stay_private():
     write = named(tasks, 'Write the seat cards (HTML, ready to print)')
     assert write['ansible.builtin.template']['mode'] == '0600'
     say = named(tasks, 'Say where the seat cards are')['ansible.builtin.debug']['msg']
-    variables = {'lab_board_artifacts_dir': '/i/artifacts', 'lab_board_sheet': {'stat': {'exists': True}},
+    variables = {'lab_board_artifacts_dir': '/i/artifacts', 'lab_board_sheet': '/i/artifacts/credentials.csv',
+                 'lab_board_sheet_found': True,
                  'lab_board_credentials': {'list': [{'seat': 'user01'}, {'seat': 'user02'}]},
                  'lab_board_cards': {'changed': True}}
     text = template_value('lab_board', say, variables)
     assert '2 seats, rewritten, mode 0600' in text and '/i/artifacts/seat-cards.html' in text
-    variables['lab_board_sheet'] = {'stat': {'exists': False}}
+    variables['lab_board_sheet_found'] = False
     assert 'no seat cards' in template_value('lab_board', say, variables)
 
 

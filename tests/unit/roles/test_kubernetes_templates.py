@@ -88,15 +88,17 @@ def test_arm64():
 
 
 def test_checksum_is_the_sha256_file_unless_pinned():
-    assert evaluate('__kubernetes_url', __kubernetes_binary='kubeadm') == (
-        'https://dl.k8s.io/release/v1.35.4/bin/linux/amd64/kubeadm')
-    assert evaluate('__kubernetes_checksum', __kubernetes_binary='kubeadm') == (
-        'sha256:https://dl.k8s.io/release/v1.35.4/bin/linux/amd64/kubeadm.sha256')
     pinned = 'sha256:' + 'b' * 64
-    assert evaluate('__kubernetes_checksum', __kubernetes_binary='kubelet',
-                    kubernetes_checksums={'kubelet': pinned}) == pinned
-    assert evaluate('__kubernetes_checksum', __kubernetes_binary='kubectl',
-                    kubernetes_checksums={'kubelet': pinned}).endswith('/kubectl.sha256')
+    downloads = evaluate('__kubernetes_downloads', kubernetes_checksums={'kubelet': pinned})
+    base = 'https://dl.k8s.io/release/v1.35.4/bin/linux/amd64/'
+    assert downloads == [
+        {'name': 'kubeadm', 'url': base + 'kubeadm', 'checksum': 'sha256:' + base + 'kubeadm.sha256',
+         'release': 'v1.35.4 linux/amd64'},
+        {'name': 'kubelet', 'url': base + 'kubelet', 'checksum': pinned, 'release': 'v1.35.4 linux/amd64'},
+        {'name': 'kubectl', 'url': base + 'kubectl', 'checksum': 'sha256:' + base + 'kubectl.sha256',
+         'release': 'v1.35.4 linux/amd64'},
+    ]
+    assert [d['name'] for d in evaluate('__kubernetes_downloads', kubernetes_binaries=['kubectl'])] == ['kubectl']
 
 
 @pytest.mark.needs_tools
