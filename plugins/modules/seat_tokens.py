@@ -23,7 +23,7 @@ description:
     O(event_end) plus 15 minutes, whenever the module runs (the day before the event included). When the API server
     issues less (its C(--service-account-max-token-expiration)), the module warns and lists the seats in RV(short).
   - A kubeconfig file is written (mode C(0600), atomically) only when its content changes; the module reports a
-    change only when it issued a token or wrote a file.
+    change only when it issued a token, wrote a file or made or set a folder (RV(folders)).
   - The API server URL and CA in the seat kubeconfigs come from the admin kubeconfig (O(kubeconfig), O(context)),
     or from O(host) and O(ca_cert); O(api_server) overrides the URL.
   - The namespace, ServiceAccount and Secret must exist (see M(dralab.workshop.seat_objects)); in check mode a missing
@@ -39,7 +39,8 @@ options:
   kubeconfig_dir:
     description:
       - Folder on the host running the module where the seat kubeconfigs are kept, one C(NAME.kubeconfig) per seat.
-      - Created with mode C(0700) when missing.
+      - It and the folder above it (the lab's artifacts) are made, or set, mode C(0700); they hold the seats'
+        credentials.
     type: path
     required: true
   expiration_seconds:
@@ -163,6 +164,11 @@ written:
   returned: success
   type: list
   elements: str
+folders:
+  description: O(kubeconfig_dir) and the folder above it, where they were made or set to mode C(0700).
+  returned: success
+  type: list
+  elements: str
 short:
   description: Seats whose new token ends before O(event_end), because the API server issued less than asked.
   returned: success
@@ -234,7 +240,8 @@ def run(module, client, now=None):
     if result['short']:
         module.warn(short_tokens_warning(result, params['event_end']))
     if module._diff and result['changed']:
-        before, after = [], []
+        before = ['%s: missing or not private' % folder for folder in result['folders']]
+        after = ['%s: folder, mode 0700' % folder for folder in result['folders']]
         for seat in result['seats']:
             if seat['issued'] or seat['written']:
                 before.append('%s: %s' % (seat['name'], seat['reason']))

@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import re
+import stat
 import time
 
 from ansible_collections.dralab.workshop.plugins.module_utils.files import write
@@ -230,6 +231,22 @@ def stored_expiries(kubeconfig_dir, seats):
 _SEAT_FILE = re.compile(r'^[a-z0-9-]+$')
 
 
+def private_folders(kubeconfig_dir, check_mode=False):
+    """kubeconfig_dir and the folder above it (the lab's artifacts: passwords, the credential sheet, the admin
+    kubeconfig) made, or set, mode 0700. Returns the folders made or set (in check mode, that would be)."""
+    changed = []
+    for path in (os.path.dirname(os.path.abspath(kubeconfig_dir)), kubeconfig_dir):
+        if os.path.isdir(path) and stat.S_IMODE(os.stat(path).st_mode) == 0o700:
+            continue
+        changed.append(path)
+        if check_mode:
+            continue
+        if not os.path.isdir(path):
+            os.makedirs(path, 0o700)
+        os.chmod(path, 0o700)
+    return changed
+
+
 def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=False,
                   expiration_seconds=28800, renew_before=3600, secret_name=TOKEN_SECRET_NAME,
                   cluster_name=DEFAULT_CLUSTER_NAME, check_mode=False, now=None, event_end=None):
@@ -259,8 +276,7 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
     for seat in seats:
         if not isinstance(seat, str) or not _SEAT_FILE.match(seat):
             raise ValueError('seat name %r is not a DNS-1123 label' % (seat,))
-    if not check_mode and not os.path.isdir(kubeconfig_dir):
-        os.makedirs(kubeconfig_dir, 0o700)
+    folders = private_folders(kubeconfig_dir, check_mode)
 
     def one(seat):
         """(entry, token) of one seat; token None when none is known (check mode)."""
@@ -311,7 +327,8 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
             entry['written'] = True
         return entry, token
 
-    result = {'seats': [], 'issued': [], 'written': [], 'short': [], 'tokens': {}, 'changed': False}
+    result = {'seats': [], 'issued': [], 'written': [], 'short': [], 'tokens': {}, 'folders': folders,
+              'changed': bool(folders)}
     # The seats are independent: their reads and TokenRequests go out in parallel (results in seat order).
     for entry, token in parallel_map(one, seats):
         seat = entry['name']

@@ -245,3 +245,20 @@ def test_token_request_body():
     assert st.token_request_body(600, 's', 'u') == {
         'apiVersion': 'authentication.k8s.io/v1', 'kind': 'TokenRequest',
         'spec': {'expirationSeconds': 600, 'boundObjectRef': {'apiVersion': 'v1', 'kind': 'Secret', 'name': 's', 'uid': 'u'}}}
+
+
+def test_the_kubeconfig_folder_and_the_artifacts_folder_are_made_or_set_private(tmp_path):
+    artifacts, seats = tmp_path / 'lab', tmp_path / 'lab' / 'seats'
+    assert st.private_folders(str(seats), check_mode=True) == [str(artifacts), str(seats)]
+    assert not artifacts.exists()
+    assert st.private_folders(str(seats)) == [str(artifacts), str(seats)]
+    assert [stat.S_IMODE(os.stat(p).st_mode) for p in (artifacts, seats)] == [0o700, 0o700]
+    assert st.private_folders(str(seats)) == []
+    artifacts.chmod(0o755)
+    assert st.private_folders(str(seats), check_mode=True) == [str(artifacts)]
+    assert stat.S_IMODE(os.stat(artifacts).st_mode) == 0o755
+    api = FakeApi(['user01'])
+    result = st.manage_tokens(api, ['user01'], str(seats), 'https://10.0.0.10:6443', ca_data='Q0E=', now=NOW)
+    assert result['folders'] == [str(artifacts)] and stat.S_IMODE(os.stat(artifacts).st_mode) == 0o700
+    again = st.manage_tokens(api, ['user01'], str(seats), 'https://10.0.0.10:6443', ca_data='Q0E=', now=NOW + 60)
+    assert again['folders'] == [] and again['changed'] is False
