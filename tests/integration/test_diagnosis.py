@@ -127,6 +127,9 @@ def situations(control_plane, workshop, tool, reaper):
     time.sleep(5)  # the scheduler retries the pending pod on the freed claims
     seen["freed"] = Seen(workshop, tool, "freed")
     seen["big"] = resource_api(admin).read_namespaced_resource_claim("big", NEVER)
+    # What the scheduler did with the pods whose claim or template does not exist, every GPU free.
+    seen["missing_pods"] = {name: client.CoreV1Api(admin).read_namespaced_pod(name, TYPOS)
+                            for name in ("typo", "tmpl", "borrow")}
     yield seen
     clear_namespaces(admin, SEATS)
 
@@ -197,7 +200,10 @@ def test_pods_that_wait_for_a_missing_claim_are_reported(situations, record):
     for name, situation in (("typo", "A pod whose resourceClaimName has a typo"),
                             ("tmpl", "A pod whose resourceClaimTemplateName does not exist"),
                             ("borrow", "A pod naming a claim of another namespace")):
-        record.add(situation, seen, f"Pod {TYPOS}/{name}", TYPOS, pod=name)
+        bound = situations["missing_pods"][name].spec.node_name
+        record.add(situation, seen, f"Pod {TYPOS}/{name}", TYPOS, pod=name,
+                   outcome=f"every GPU freed: pod bound to {bound or 'no node'}")
+        assert not bound, f"{TYPOS}/{name} was scheduled to {bound} without its claim"
     found = {p["name"]: p for p in problems_of(seen.report, "pod_claim_missing") if p["namespace"] == TYPOS}
     assert sorted(found) == ["borrow", "tmpl", "typo"]
     assert (found["typo"]["missing_kind"], found["typo"]["missing"]) == ("ResourceClaim", "gpu-claimm")

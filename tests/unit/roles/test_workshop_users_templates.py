@@ -237,7 +237,12 @@ def test_seats_are_known_by_their_group_never_by_the_comment_chfn_edits():
     for name in ('linux.yml', 'remove.yml'):
         text = (tasks / name).read_text()
         assert "'value.3'" not in text, name
-        assert 'workshop_users_group_members' in text and 'database: group' in text, name
+        assert 'workshop_users_group_members' in text, name
+        # The group facts come from seat_host_facts, given the seat group (seat/host_facts.py group_facts).
+        tasks_of = yaml.safe_load(text)
+        found = [task for task in tasks_of + [t for task in tasks_of for t in task.get('block', [])]
+                 if 'dralab.workshop.seat_host_facts' in task]
+        assert [task['dralab.workshop.seat_host_facts']['group'] for task in found] == ['{{ workshop_users_group }}'], name
     # The handover's module finds the seats by the group too (seat/handover.py seat_accounts).
     [_refuse, hand] = yaml.safe_load((tasks / 'handover.yml').read_text())
     assert hand['dralab.workshop.seat_handover']['group'] == '{{ workshop_users_group }}'
