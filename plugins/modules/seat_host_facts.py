@@ -21,7 +21,7 @@ options:
     type: str
     required: true
   programs:
-    description: Programs looked for on the module's PATH and in C(/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin).
+    description: Programs looked for as Ansible looks for one (the PATH, then the sbin folders).
     type: list
     elements: str
     default: []
@@ -73,7 +73,8 @@ def argspec():
 
 def main():
     module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    module.exit_json(changed=False, **host_facts.read(module.params['group'], module.params['programs']))
+    module.exit_json(changed=False, **host_facts.read(module.params['group'], module.params['programs'],
+                                                      module.get_bin_path))
 
 
 if __name__ == '__main__':

@@ -139,7 +139,7 @@ def cmd_reserve(args, settings, out) -> int:
         out.result(result, render.reserved_text(result))
         return 0
     out.result(result, render.no_gpu_text(result))
-    return EXIT_NEVER_FITS if result.get("verdict") in CHANGE_VERDICTS else EXIT_NO_GPU
+    return no_gpu_exit(result.get("verdict"))
 
 
 def cmd_status(args, settings, out) -> int:
@@ -170,6 +170,11 @@ def verdict_exit(answer: dict) -> int:
     if verdict == "allocated" or (answer.get("allocatable") and verdict not in (
             "gated", "other_scheduler", "pod_unschedulable")):
         return 0
+    return no_gpu_exit(verdict)
+
+
+def no_gpu_exit(verdict: str | None) -> int:
+    """5 when only a changed request or pod mends it, else 3 (waiting does)."""
     return EXIT_NEVER_FITS if verdict in CHANGE_VERDICTS else EXIT_NO_GPU
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 
-from ansible_collections.dralab.workshop.plugins.module_utils.files.write import replace_file
+from ansible_collections.dralab.workshop.plugins.module_utils.files import write
+from ansible_collections.dralab.workshop.plugins.module_utils.files.tree import file_digest
 
 CHUNK = 1 << 20
 
@@ -71,16 +71,8 @@ class ReleaseBinaries:
         self.installed, self.recorded, self.folders = [], [], []
 
     def folder(self, path):
-        if os.path.isdir(path):
-            if os.stat(path).st_mode & 0o7777 != 0o755:
-                self.folders.append(path)
-                if not self.check_mode:
-                    os.chmod(path, 0o755)
-            return
-        self.folders.append(path)
-        if not self.check_mode:
-            os.makedirs(path, 0o755)
-            os.chmod(path, 0o755)
+        if write.folder(path, 0o755, self.check_mode):
+            self.folders.append(path)
 
     def expected(self, binary):
         algorithm, _colon, value = binary['checksum'].partition(':')
@@ -99,36 +91,21 @@ class ReleaseBinaries:
         finally:
             response.close()
 
-    def digest_of(self, path, algorithm):
-        digest = hashlib.new(algorithm)
-        with open(path, 'rb') as handle:
-            for chunk in iter(lambda: handle.read(CHUNK), b''):
-                digest.update(chunk)
-        return digest.hexdigest()
-
     def download(self, binary, algorithm, wanted, dest):
         """The binary's bytes in a new file beside dest, mode 0755, renamed over dest once they match."""
-        handle, temporary = tempfile.mkstemp(prefix='.%s.' % binary['name'], dir=os.path.dirname(dest))
+        digest = hashlib.new(algorithm)
+        response = self.fetch(binary['url'])
         try:
-            digest = hashlib.new(algorithm)
-            response = self.fetch(binary['url'])
-            try:
-                with os.fdopen(handle, 'wb') as out:
-                    for chunk in iter(lambda: response.read(CHUNK), b''):
-                        digest.update(chunk)
-                        out.write(chunk)
-            finally:
-                response.close()
-            if digest.hexdigest() != wanted:
-                raise BinaryError('%s: %s has %s %s, not %s as its checksum says; nothing was replaced (is the '
-                                  'files mirror serving another release?)'
-                                  % (binary['name'], binary['url'], algorithm, digest.hexdigest(), wanted))
-            os.chmod(temporary, 0o755)
-            os.replace(temporary, dest)
-        except BaseException:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-            raise
+            with write.new_file(dest, 0o755) as out:
+                for chunk in iter(lambda: response.read(CHUNK), b''):
+                    digest.update(chunk)
+                    out.write(chunk)
+                if digest.hexdigest() != wanted:
+                    raise BinaryError('%s: %s has %s %s, not %s as its checksum says; nothing was replaced (is the '
+                                      'files mirror serving another release?)'
+                                      % (binary['name'], binary['url'], algorithm, digest.hexdigest(), wanted))
+        finally:
+            response.close()
 
     def binary(self, binary):
         dest = os.path.join(self.params['bin_dir'], binary['name'])
@@ -139,13 +116,13 @@ class ReleaseBinaries:
             self.installed.append(binary['name'])
             return
         algorithm, wanted = self.expected(binary)
-        if os.path.isfile(dest) and self.digest_of(dest, algorithm) == wanted:
+        if file_digest(dest, algorithm) == wanted:
             self.recorded.append(binary['name'])  # the right bytes already, only the record was missing or old
         else:
             self.download(binary, algorithm, wanted, dest)
             self.installed.append(binary['name'])
         os.chmod(dest, 0o755)
-        replace_file(marker, binary['release'] + '\n', 0o644)
+        write.replace_file(marker, binary['release'] + '\n', 0o644)
 
     def converge(self):
         self.folder(self.params['bin_dir'])

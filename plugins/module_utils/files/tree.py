@@ -21,13 +21,14 @@ SKIPPED_DIRS = frozenset({'__pycache__'})
 CHUNK = 1 << 16
 
 
-def file_digest(path):
-    """The sha256 of a file's bytes, or None when there is no regular file at path."""
+def file_digest(path, algorithm='sha256'):
+    """The digest (hashlib's algorithm, sha256 unless named) of a file's bytes, or None when there is no regular file
+    at path."""
     try:
         with open(path, 'rb') as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None
-            digest = hashlib.sha256()
+            digest = hashlib.new(algorithm)
             for chunk in iter(lambda: handle.read(CHUNK), b''):
                 digest.update(chunk)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):

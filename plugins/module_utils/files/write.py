@@ -1,24 +1,26 @@
 # -*- coding: utf-8 -*-
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The one way the collection's code replaces a file: never half written, never with another mode for a moment."""
+"""The one way the collection's code replaces a file: never half written, never with another mode for a moment; and
+the one way it makes a folder with a mode (or sets that mode on the folder there)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import tempfile
 
 
-def replace_file(path, data, mode, uid=-1, gid=-1):
-    """Write data (bytes or text, UTF-8) to path through a new file in the same folder that gets mode (and uid/gid;
-    -1 keeps the writer's) before it is renamed into place."""
-    if isinstance(data, str):
-        data = data.encode('utf-8')
+@contextlib.contextmanager
+def new_file(path, mode, uid=-1, gid=-1):
+    """A new file in path's folder, open for writing bytes; when the block ends without an error it gets mode (and
+    uid/gid; -1 keeps the writer's) and is renamed over path; on an error it is removed and path left as it was."""
     folder = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=folder)
     try:
         with os.fdopen(handle, 'wb') as out:
-            out.write(data)
+            yield out
         os.chown(temporary, uid, gid)
         os.chmod(temporary, mode)
         os.replace(temporary, path)
@@ -26,3 +28,23 @@ def replace_file(path, data, mode, uid=-1, gid=-1):
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def replace_file(path, data, mode, uid=-1, gid=-1):
+    """Write data (bytes or text, UTF-8) to path through new_file."""
+    if isinstance(data, str):
+        data = data.encode('utf-8')
+    with new_file(path, mode, uid, gid) as out:
+        out.write(data)
+
+
+def folder(path, mode, check_mode=False):
+    """Make path (and the folders above it that are missing) with mode, or set mode on the folder there; True when
+    it did (in check mode: would)."""
+    if os.path.isdir(path) and stat.S_IMODE(os.stat(path).st_mode) == mode:
+        return False
+    if not check_mode:
+        if not os.path.isdir(path):
+            os.makedirs(path, mode)
+        os.chmod(path, mode)
+    return True

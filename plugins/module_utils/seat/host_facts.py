@@ -7,12 +7,7 @@ its accounts and the seat group's members in ansible.builtin.getent's fact forma
 from __future__ import annotations
 
 import grp
-import os
 import pwd
-import shutil
-
-# Where a program is looked for: root's PATH on Debian and Ubuntu, whatever the module's environment has.
-SEARCH_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 
 def passwd_facts(entries=None):
@@ -35,12 +30,8 @@ def group_facts(name, lookup=grp.getgrnam):
     return {name: [entry.gr_passwd, str(entry.gr_gid), ','.join(entry.gr_mem)]}
 
 
-def missing_programs(programs, path=None):
-    """The programs of the list that are on neither the module's PATH nor SEARCH_PATH."""
-    search = ':'.join(p for p in ((path if path is not None else os.environ.get('PATH', '')), SEARCH_PATH) if p)
-    return [program for program in programs if shutil.which(program, path=search) is None]
-
-
-def read(group, programs):
+def read(group, programs, find):
+    """The facts and the programs of the list that find (a program -> its path, or None: the module's
+    get_bin_path) does not find."""
     return {'ansible_facts': {'getent_passwd': passwd_facts(), 'getent_group': group_facts(group)},
-            'programs_missing': missing_programs(programs)}
+            'programs_missing': [program for program in programs if not find(program)]}

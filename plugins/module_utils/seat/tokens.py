@@ -23,7 +23,6 @@ import datetime
 import json
 import os
 import re
-import stat
 import time
 
 from ansible_collections.dralab.workshop.plugins.module_utils.files import write
@@ -234,17 +233,8 @@ _SEAT_FILE = re.compile(r'^[a-z0-9-]+$')
 def private_folders(kubeconfig_dir, check_mode=False):
     """kubeconfig_dir and the folder above it (the lab's artifacts: passwords, the credential sheet, the admin
     kubeconfig) made, or set, mode 0700. Returns the folders made or set (in check mode, that would be)."""
-    changed = []
-    for path in (os.path.dirname(os.path.abspath(kubeconfig_dir)), kubeconfig_dir):
-        if os.path.isdir(path) and stat.S_IMODE(os.stat(path).st_mode) == 0o700:
-            continue
-        changed.append(path)
-        if check_mode:
-            continue
-        if not os.path.isdir(path):
-            os.makedirs(path, 0o700)
-        os.chmod(path, 0o700)
-    return changed
+    return [path for path in (os.path.dirname(os.path.abspath(kubeconfig_dir)), kubeconfig_dir)
+            if write.folder(path, 0o700, check_mode)]
 
 
 def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=False,

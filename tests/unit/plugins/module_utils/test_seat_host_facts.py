@@ -48,18 +48,9 @@ def test_the_first_entry_of_a_name_wins():
                                                                    "/bin/bash"]}
 
 
-def test_programs_are_found_on_the_path_or_in_the_system_folders(tmp_path):
-    tool = tmp_path / "dralab-test-tool"
-    tool.write_text("#!/bin/sh\n")
-    tool.chmod(0o755)
-    assert host_facts.missing_programs(["dralab-test-tool", "sh", "dralab-no-such-program"], path=str(tmp_path)) == [
-        "dralab-no-such-program"]
-    # Not on an empty PATH, but sh is in /bin or /usr/bin.
-    assert host_facts.missing_programs(["sh", "dralab-test-tool"], path="") == ["dralab-test-tool"]
-
-
-def test_read_gives_both_facts_and_the_missing_programs():
-    result = host_facts.read("dralab-no-such-group", ["sh", "dralab-no-such-program"])
+def test_read_gives_both_facts_and_the_programs_its_finder_does_not_find():
+    found = {"sh": "/bin/sh"}
+    result = host_facts.read("dralab-no-such-group", ["sh", "dralab-no-such-program"], found.get)
     assert set(result["ansible_facts"]) == {"getent_passwd", "getent_group"}
     assert result["ansible_facts"]["getent_group"] == {} and "root" in result["ansible_facts"]["getent_passwd"]
     assert result["programs_missing"] == ["dralab-no-such-program"]
