@@ -54,7 +54,7 @@ names:
   sample: [dralab_devices_per_node, dralab_seats]
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.dralab.workshop.plugins.module_utils.action_only import refuse_to_run
 
 
 def argspec():
@@ -62,9 +62,7 @@ def argspec():
 
 
 def main():
-    module = AnsibleModule(argument_spec=argspec(), supports_check_mode=True)
-    module.fail_json(msg='dralab.workshop.host_facts runs on the controller as an action plugin: call it from a '
-                         'playbook task, with the collection installed')
+    refuse_to_run('host_facts', argspec())
 
 
 if __name__ == '__main__':

@@ -33,7 +33,8 @@ description:
     10 seconds after its Secret or account is gone, and such a token then finds no binding, so it can neither
     write into the namespace being cleared nor outlive the reset. Re-apply the seat objects and issue new tokens
     afterwards (the lab_reset role does).
-  - With O(wait), it works in two phases. First the controllers and pods; pods are deleted with
+  - With O(wait), it works in two phases. First the controllers and pods (with O(rotate_credentials) also the
+    ServiceAccounts and Secrets); pods are deleted with
     O(grace_period_seconds), which cuts a pod's own longer grace period, and waited for until no pod is left in the
     namespace; a pod still there 10 seconds after its grace period ended is deleted again with grace 0
     (RV(forced)). Only then the rest, claims included, so a claim is never released while a pod that may use its
@@ -44,6 +45,11 @@ description:
     O(fail_on_remaining=false).
   - Without O(wait), everything is deleted in one pass (Kubernetes keeps a claim a pod uses until the pod is gone,
     and no finalizer is removed).
+  - The two phases can run as two tasks (O(stage)), so that new credentials are issued while the seats' pods stop.
+    V(start) rotates and deletes the first phase's objects (controllers, pods and, with O(rotate_credentials), the
+    ServiceAccounts and Secrets) and returns at once; V(finish), given the same O(namespaces), O(kinds) and
+    O(rotate_credentials), waits for what is still terminating, then deletes the rest and waits. It rotates nothing
+    and deletes no ServiceAccount or Secret (those there without a deletion mark are the new credentials).
 author: dralab.workshop maintainers (@dralab)
 options:
   kinds:
@@ -96,6 +102,16 @@ options:
       - Also delete every ServiceAccount and Secret of the seat namespaces (labels or not).
     type: bool
     default: false
+  stage:
+    description:
+      - V(all) deletes and, with O(wait), waits, in both phases.
+      - V(start) rotates the credentials (with O(rotate_credentials)) and deletes the first phase's objects, without
+        waiting (O(wait) is not read).
+      - V(finish), after a V(start), waits for the first phase, then deletes the rest and waits (O(wait) is not
+        read). Run it as an async task to do other work meanwhile (the lab_reset role issues the new credentials).
+    type: str
+    choices: [all, start, finish]
+    default: all
 extends_documentation_fragment:
   - dralab.workshop.k8s_auth
   - dralab.workshop.attributes
@@ -126,6 +142,19 @@ EXAMPLES = r"""
   dralab.workshop.seat_cleanup:
     seats: [user07, user12]
     rotate_credentials: true
+
+- name: Lock the seats out and stop their pods
+  dralab.workshop.seat_cleanup:
+    rotate_credentials: true
+    stage: start
+
+- name: Meanwhile, wait until the pods are gone, then delete the rest
+  dralab.workshop.seat_cleanup:
+    rotate_credentials: true
+    stage: finish
+  async: 360
+  poll: 0
+  register: cleanup_job
 
 - name: Only delete claims, and do not wait
   dralab.workshop.seat_cleanup:
@@ -162,7 +191,7 @@ terminating:
 credential_generations:
   description: With O(rotate_credentials), the new credential generation of each seat namespace (in check mode the
     one it would get).
-  returned: with O(rotate_credentials)
+  returned: with O(rotate_credentials), unless O(stage=finish)
   type: dict
   sample: {user01: 1, user02: 1}
 credentials_deleted:
@@ -216,6 +245,7 @@ def argspec():
         fail_on_remaining=dict(type='bool', default=True),
         grace_period_seconds=dict(type='int'),
         rotate_credentials=dict(type='bool', default=False),
+        stage=dict(type='str', default='all', choices=list(seat_cleanup.STAGES)),
     )
     return spec
 
@@ -232,7 +262,8 @@ def run(module, client, sleep=None, clock=None):
         result = cleaner.run(
             kinds=params['kinds'], only=params['namespaces'], check_mode=module.check_mode, wait=params['wait'],
             wait_timeout=params['wait_timeout'], grace_period_seconds=params['grace_period_seconds'],
-            rotate_credentials=params['rotate_credentials'], finalizer_grace=params['finalizer_grace'])
+            rotate_credentials=params['rotate_credentials'], finalizer_grace=params['finalizer_grace'],
+            stage=params['stage'])
     except (K8sError, ValueError) as exc:
         module.fail_json(msg='Cannot clean up the seats: %s' % exc)
     if result['remaining'] and params['fail_on_remaining']:

@@ -236,6 +236,9 @@ def handover(control_plane, workshop, tmp_path_factory):
         patch = {"metadata": {"labels": {MANAGED_BY_LABEL: None, SEAT_LABEL: None}}}
         core.patch_namespaced_service_account(account, seat, patch)
         core.patch_namespaced_secret("dralab-seat-token", seat, patch)
+        # A finalizer on the token Secret, whose name the next group's Secret takes: kept, it would hold the old
+        # Secret, the new token would be bound to it, and its removal would revoke that token.
+        core.patch_namespaced_secret("dralab-seat-token", seat, {"metadata": {"finalizers": [TOKEN_FINALIZER]}})
         # Tokens of its own: for its account, for the default account, for a new account.
         core.create_namespaced_service_account(seat, {"metadata": {"name": "backdoor",
                                                                    "labels": {MANAGED_BY_LABEL: MANAGED_BY}}})
@@ -294,6 +297,7 @@ def handover(control_plane, workshop, tmp_path_factory):
             "seen": seen}
 
 
+TOKEN_FINALIZER = "example.com/keep-my-token"
 PREPARER = "user15"  # makes the ServiceAccount it expects the rotation to give the next group, and a token for it
 HOLDER = "user16"  # holds a GPU with a pod that does not stop by itself
 
@@ -391,6 +395,20 @@ def test_a_finalizer_does_not_stop_the_reset(control_plane, handover):
     seat = handover["seat"]
     expect_api_error(404, core_api(control_plane.api_client).read_namespaced_pod, "stubborn", seat)
     expect_api_error(404, resource_api(control_plane.api_client).read_namespaced_resource_claim, "mine", seat)
+
+
+def test_a_finalizer_on_the_token_secret_cannot_revoke_the_next_groups_token(control_plane, workshop, handover):
+    """The old token Secret loses the seat's finalizer as the reset starts (the finish, which runs while the new
+    credentials are issued, never deletes a Secret): the new kubeconfig works after the reset."""
+    run, seat = handover["run"], handover["seat"]
+    assert f"secrets {seat}/dralab-seat-token: {TOKEN_FINALIZER}" in run.flat, run.describe()
+    secret = core_api(control_plane.api_client).read_namespaced_secret("dralab-seat-token", seat)
+    assert not secret.metadata.deletion_timestamp and not secret.metadata.finalizers
+    fresh = api_from_kubeconfig(workshop.seat_kubeconfig(seat))
+    try:
+        assert core_api(fresh).list_namespaced_config_map(seat).items is not None
+    finally:
+        fresh.close()
 
 
 def test_after_the_reset_the_namespace_holds_none_of_the_seats_objects(control_plane, workshop, handover):

@@ -48,3 +48,30 @@ def folder(path, mode, check_mode=False):
             os.makedirs(path, mode)
         os.chmod(path, mode)
     return True
+
+
+def write_if_changed(path, content, mode=0o600):
+    """Write content atomically with mode when it differs; return True when the file changed."""
+    try:
+        with open(path, 'r') as handle:
+            same = handle.read() == content
+    except (IOError, OSError):
+        same = False
+    if same:
+        if (os.stat(path).st_mode & 0o7777) != mode:
+            os.chmod(path, mode)
+            return True
+        return False
+    replace_file(path, content, mode)
+    return True
+
+
+def file_state(path, content, mode=0o600):
+    """Whether path already holds content with mode (for check mode)."""
+    try:
+        with open(path, 'r') as handle:
+            if handle.read() != content:
+                return False
+        return (os.stat(path).st_mode & 0o7777) == mode
+    except (IOError, OSError):
+        return False

@@ -24,9 +24,14 @@ namespace's objects of one kind are removed with one delete-collection call (a
 field selector keeps the baseline), only when it has some, so a clean lab
 reports no change; the namespaces of one kind are cleared in parallel.
 With wait, it runs in two phases: the workloads (controllers before the pods
-they would recreate, then the pods) are deleted and waited for until no pod is
-left in the namespace, and only then the rest, claims included: a claim is
-never released while a pod that may use its device still exists. Pods are
+they would recreate, then the pods), and with rotation the credentials, are
+deleted and waited for until no pod is left in the namespace, and only then
+the rest, claims included: a claim is never released while a pod that may use
+its device still exists. The two phases can also run apart (stage): 'start'
+rotates and deletes the first phase's objects without waiting, so new
+credentials can be issued while the pods stop; 'finish' waits for what is
+still terminating (it knows it by its deletionTimestamp: the new credentials
+have none, and it never deletes a credential), deletes the rest and waits. Pods are
 deleted with grace_period_seconds, which cuts a pod's own longer
 terminationGracePeriodSeconds; a pod still there FORCE_AFTER seconds after
 that is deleted again with grace 0 (a node that does not answer: its kubelet
@@ -75,6 +80,8 @@ FIRST_KINDS = WORKLOAD_KINDS + ('resourceclaimtemplates', 'resourceclaims')
 SKIPPED = frozenset([('', 'events'), ('events.k8s.io', 'events')])
 # The instructor's credentials in a seat namespace (kept unless rotating): reported apart.
 CREDENTIAL_KINDS = ('serviceaccounts', 'secrets')
+# SeatCleaner.run's stages: both phases, or the first without waiting ('start') and the rest after it ('finish').
+STAGES = ('all', 'start', 'finish')
 
 
 class Kind:
@@ -275,16 +282,21 @@ class SeatCleaner:
         return None
 
     def run(self, kinds=None, only=None, check_mode=False, wait=True, wait_timeout=300, grace_period_seconds=None,
-            rotate_credentials=False, finalizer_grace=15, poll_interval=2):
+            rotate_credentials=False, finalizer_grace=15, poll_interval=2, stage='all'):
         """Delete, then optionally wait until nothing of it is left. Returns a result dict.
 
+        stage: 'all' (both phases), 'start' (rotate, delete the first phase, no wait) or 'finish' (after a start:
+        wait for the first phase, then delete the rest and wait; it rotates nothing and deletes no credential).
         Never raises because objects remain: result['remaining'] lists them and
         result['failed_seats'] names their seats.
         """
+        if stage not in STAGES:
+            raise ValueError('stage: %r is none of %s' % (stage, ', '.join(STAGES)))
         started = self.clock()
         namespaces, generations, accounts = self.namespaces(only)
         selected = select_kinds(discovered_kinds(self.client), kinds)
-        if rotate_credentials and not check_mode:
+        rotating = rotate_credentials and stage != 'finish'
+        if rotating and not check_mode:
             # (accounts stay the recorded ones: with rotation no ServiceAccount is kept, and the old one is a
             # credential the result names.)
             parallel_map(lambda ns: self.next_generation(ns, generations.get(ns, 0) + 1), namespaces)
@@ -299,12 +311,24 @@ class SeatCleaner:
             'deleted': {}, 'terminating': {}, 'credentials_deleted': [], 'finalizers_removed': [], 'forced': [],
             'remaining': [], 'failed_seats': [], 'remaining_message': '',
         }
-        if wait and not check_mode:
-            # Two phases: the workloads until no pod is left, then the rest (claims included), each waited for.
-            phases = [[entry for entry in listed if entry[0].name in WORKLOAD_KINDS],
-                      [entry for entry in listed if entry[0].name not in WORKLOAD_KINDS]]
+        # Two phases: the workloads (and with rotation the credentials) until no pod is left, then the rest (claims
+        # included), each waited for.
+        first_kinds = WORKLOAD_KINDS + (CREDENTIAL_KINDS if rotate_credentials else ())
+        first = [entry for entry in listed if entry[0].name in first_kinds]
+        rest = [entry for entry in listed if entry[0].name not in first_kinds]
+        if stage == 'finish':
+            # The credentials there now without a deletionTimestamp are the new ones: only the old are waited for.
+            first = [(kind, items if kind.name not in CREDENTIAL_KINDS
+                      else [item for item in items if (item.get('metadata') or {}).get('deletionTimestamp')])
+                     for kind, items in first]
+        if stage == 'start':
+            phases, waiting = [first], False
+        elif check_mode:
+            phases, waiting = [listed if stage == 'all' else rest], False
+        elif stage == 'finish' or wait:
+            phases, waiting = [first, rest], True
         else:
-            phases = [listed]
+            phases, waiting = [listed], False
         deadline = started + wait_timeout
         for number, phase in enumerate(phases):
             held = set()
@@ -312,9 +336,17 @@ class SeatCleaner:
                 # A namespace whose pods outlived the wait keeps its claims: a pod may still use their devices.
                 held = set(item['metadata']['namespace'] for _kind, item in state.left if _kind.name == 'pods')
             touched = self._delete(phase, state, result, check_mode, held)
-            if wait and not check_mode and touched:
+            if waiting and touched:
                 state.left += self._wait(result, touched, namespaces, state, deadline, finalizer_grace,
-                                         poll_interval, pods_phase=(number == 0 and len(phases) > 1))
+                                         poll_interval, pods_phase=(number == 0))
+        if stage == 'start' and not check_mode:
+            # The new credentials, issued before the finish, take the old ones' names (the token Secret): no
+            # finalizer a seat set may keep an old one there.
+            for kind, items in first:
+                for item in items if kind.name in CREDENTIAL_KINDS else ():
+                    line = self.remove_finalizers(kind, item) if item['metadata'].get('finalizers') else None
+                    if line:
+                        result['finalizers_removed'].append(line)
         for group in (result['deleted'], result['terminating']):
             for names in group.values():
                 names.sort()
@@ -322,7 +354,7 @@ class SeatCleaner:
         result['credentials_deleted'].sort()
         result['changed'] = bool(result['deleted'] or result['credentials_deleted'] or result['finalizers_removed']
                                  or result['forced'])
-        if rotate_credentials:
+        if rotating:
             result['credential_generations'] = dict((ns, generations.get(ns, 0) + 1) for ns in namespaces)
             result['changed'] = result['changed'] or bool(namespaces)
         if state.left:

@@ -17,14 +17,11 @@ import base64
 import os
 import time
 
+from ansible_collections.dralab.workshop.plugins.module_utils.files.write import file_state, write_if_changed
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s import apply as k8s_apply
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import MANAGED_SELECTOR, seat_of
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.tokens import (
-    file_state,
-    render_kubeconfig,
-    write_if_changed,
-)
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.tokens import render_kubeconfig
 from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL
 
 NAME_LABEL = 'app.kubernetes.io/name'

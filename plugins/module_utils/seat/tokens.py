@@ -173,33 +173,6 @@ def token_request_body(expiration_seconds, secret_name, secret_uid):
     }
 
 
-def write_if_changed(path, content, mode=0o600):
-    """Write content atomically with mode when it differs; return True when the file changed."""
-    try:
-        with open(path, 'r') as handle:
-            same = handle.read() == content
-    except (IOError, OSError):
-        same = False
-    if same:
-        if (os.stat(path).st_mode & 0o7777) != mode:
-            os.chmod(path, mode)
-            return True
-        return False
-    write.replace_file(path, content, mode)
-    return True
-
-
-def file_state(path, content, mode=0o600):
-    """Whether path already holds content with mode (for check mode)."""
-    try:
-        with open(path, 'r') as handle:
-            if handle.read() != content:
-                return False
-        return (os.stat(path).st_mode & 0o7777) == mode
-    except (IOError, OSError):
-        return False
-
-
 def read_text(path):
     try:
         with open(path, 'r') as handle:
@@ -310,9 +283,9 @@ def manage_tokens(client, seats, kubeconfig_dir, server, ca_data=None, insecure=
         if token is not None:
             content = render_kubeconfig(seat, namespace, server, token, ca_data, insecure, cluster_name)
             if check_mode:
-                entry['written'] = not file_state(path, content)
+                entry['written'] = not write.file_state(path, content)
             else:
-                entry['written'] = write_if_changed(path, content)
+                entry['written'] = write.write_if_changed(path, content)
         else:
             entry['written'] = True
         return entry, token

@@ -46,7 +46,7 @@ def test_users_and_reset_rewrite_the_seat_cards_after_the_seats():
 def test_the_cards_say_where_they_are_and_stay_private():
     tasks = load('roles', 'lab_board', 'tasks', 'cards.yml')
     write = named(tasks, 'Write the seat cards (HTML, ready to print)')
-    assert write['ansible.builtin.template']['mode'] == '0600'
+    assert write['dralab.workshop.controller_template']['mode'] == '0600'
     say = named(tasks, 'Say where the seat cards are')['ansible.builtin.debug']['msg']
     variables = {'lab_board_artifacts_dir': '/i/artifacts', 'lab_board_sheet': '/i/artifacts/credentials.csv',
                  'lab_board_sheet_found': True,

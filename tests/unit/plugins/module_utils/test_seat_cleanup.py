@@ -377,3 +377,76 @@ def test_a_pod_the_seat_deleted_with_a_day_of_grace_gets_the_resets():
     assert result['terminating'] == {'pods': ['user02/solo']} and result['remaining'] == []
     assert [body['gracePeriodSeconds'] for path, body in api.deletes() if path == '/api/v1/namespaces/user02/pods'] \
         == [5]
+
+
+def test_a_start_locks_the_seat_out_and_stops_its_workloads_and_credentials_without_waiting():
+    api = seat_made(lab())
+    api.deletions_take = 3
+    api.items['secrets'][0]['metadata']['finalizers'] = ['example.com/keep-my-token']
+    sleeps = []
+    result = sc.SeatCleaner(api, sleep=sleeps.append, nonce=lambda: 'abcdef12').run(
+        only=['user01'], rotate_credentials=True, stage='start')
+    assert sleeps == []
+    assert result['credential_generations'] == {'user01': 1}
+    assert result['credentials_deleted'] == ['secrets user01/dralab-seat-token', 'serviceaccounts user01/default',
+                                             'serviceaccounts user01/user01']
+    assert result['deleted'] == {'deployments': ['user01/web'], 'replicasets': ['user01/web-1'],
+                                 'pods': ['user01/web-1-a', 'user01/web-1-b'], 'secrets': ['user01/stolen'],
+                                 'serviceaccounts': ['user01/backdoor']}
+    # The claims, and whatever else the seat made, wait for the finish.
+    assert not [path for path, _body in api.deletes() if path.endswith(('/resourceclaims', '/services', '/configmaps'))]
+    # A seat's finalizer cannot keep the old token Secret beside the new one.
+    assert result['finalizers_removed'] == ['secrets user01/dralab-seat-token: example.com/keep-my-token']
+    assert not api.items['secrets'][0]['metadata'].get('finalizers')
+
+
+def test_a_finish_waits_deletes_the_rest_and_keeps_the_credentials_issued_since_the_start():
+    api = seat_made(lab())
+    api.deletions_take = 2
+    api.items['resourceclaims'].append(obj('user01', 'mine'))
+    sc.SeatCleaner(api, sleep=lambda s: None, nonce=lambda: 'abcdef12').run(
+        only=['user01'], rotate_credentials=True, stage='start')
+    # Meanwhile the role issues the new generation's account and token Secret.
+    for kind, name in (('serviceaccounts', 'user01-g1-abcdef12'), ('serviceaccounts', 'default'),
+                       ('secrets', 'dralab-seat-token')):
+        api.items[kind].append(obj('user01', name))
+    result = sc.SeatCleaner(api, sleep=lambda s: None).run(only=['user01'], rotate_credentials=True, stage='finish')
+    assert result['remaining'] == [] and 'credential_generations' not in result
+    assert result['credentials_deleted'] == []
+    assert result['deleted'] == {'configmaps': ['user01/notes'], 'resourceclaims': ['user01/mine'],
+                                 'services': ['user01/trap']}
+    left = {kind: sorted(i['metadata']['name'] for i in api.items[kind] if i['metadata']['namespace'] == 'user01')
+            for kind in ('serviceaccounts', 'secrets', 'pods', 'resourceclaims')}
+    assert left == {'serviceaccounts': ['default', 'user01-g1-abcdef12'], 'secrets': ['dralab-seat-token'],
+                    'pods': [], 'resourceclaims': []}
+    # Nothing was rotated again: the account the start recorded stays.
+    namespace = [n for n in api.namespaces if n['metadata']['name'] == 'user01'][0]
+    assert namespace['metadata']['annotations']['dralab.workshop/credential-account'] == 'user01-g1-abcdef12'
+    assert not [path for path, _body in api.deletes() if path.endswith(('/secrets', '/serviceaccounts'))][3:]
+
+
+def test_a_finish_claims_nothing_before_the_pods_are_gone():
+    api = lab()
+    api.deletions_take = 2
+    sc.SeatCleaner(api, sleep=lambda s: None).run(stage='start')
+    order = []
+    original = api.request
+
+    def seat_pods():
+        return len([pod for pod in api.items['pods'] if pod['metadata']['namespace'] in ('user01', 'user02', 'user03')])
+
+    def watch(method, path, body=None, query=None, content_type=None):
+        if method == 'GET' and path == '/api/v1/pods':
+            order.append(('pods listed', seat_pods()))
+        if method == 'DELETE' and path.endswith('/resourceclaims'):
+            order.append(('claims deleted', seat_pods()))
+        return original(method, path, body, query, content_type)
+    api.request = watch
+    result = sc.SeatCleaner(api, sleep=lambda s: None).run(stage='finish')
+    assert result['deleted'] == {'resourceclaimtemplates': ['user03/single-gpu'], 'resourceclaims': ['user02/gpu']}
+    assert order[0] == ('pods listed', 3) and order[-1] == ('claims deleted', 0)
+
+
+def test_an_unknown_stage_is_refused():
+    with pytest.raises(ValueError, match='stage'):
+        sc.SeatCleaner(lab()).run(stage='later')

@@ -122,20 +122,6 @@ def test_admin_kubeconfig_gives_server_and_ca(tmp_path):
         kubeconfig_cluster(str(tmp_path / 'missing.conf'))
 
 
-def test_write_if_changed_is_atomic_0600_and_idempotent(tmp_path):
-    path = str(tmp_path / 'user01.kubeconfig')
-    assert st.write_if_changed(path, 'a') is True
-    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert st.write_if_changed(path, 'a') is False
-    os.chmod(path, 0o644)
-    assert st.file_state(path, 'a') is False
-    assert st.write_if_changed(path, 'a') is True
-    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert st.file_state(path, 'a') is True
-    assert st.write_if_changed(path, 'b') is True and open(path).read() == 'b'
-    assert [p.name for p in tmp_path.iterdir()] == ['user01.kubeconfig']
-
-
 def manage(api, tmp_path, seats, now=NOW, check_mode=False, **kwargs):
     return st.manage_tokens(api, seats, str(tmp_path / 'seats'), 'https://10.0.0.10:6443', ca_data='Q0E=',
                             check_mode=check_mode, now=now, **kwargs)
