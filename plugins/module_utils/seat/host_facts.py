@@ -2,7 +2,9 @@
 # Copyright: dralab.workshop contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a login host's seat work reads before it changes anything, in one module run (module seat_host_facts):
-its accounts and the seat group's members in ansible.builtin.getent's fact format, and which programs it lacks."""
+its accounts and the seat group's members in ansible.builtin.getent's fact format, which programs it lacks, and
+what those accounts mean for the seats: an account named like a seat of this host that is no member of the seat
+group (another's: never taken over), and the seat accounts that are to go from this host."""
 
 from __future__ import annotations
 
@@ -30,8 +32,24 @@ def group_facts(name, lookup=grp.getgrnam):
     return {name: [entry.gr_passwd, str(entry.gr_gid), ','.join(entry.gr_mem)]}
 
 
-def read(group, programs, find):
-    """The facts and the programs of the list that find (a program -> its path, or None: the module's
-    get_bin_path) does not find."""
-    return {'ansible_facts': {'getent_passwd': passwd_facts(), 'getent_group': group_facts(group)},
-            'programs_missing': [program for program in programs if not find(program)]}
+def group_members(group_fact, group):
+    """The members of group in a getent_group fact (group_facts), as /etc/group lists them (only root changes it)."""
+    return [name for name in ((group_fact.get(group) or ['', '', ''])[2] or '').split(',') if name]
+
+
+def seat_accounts(passwd, members, seats, leaving):
+    """(foreign, leaving_accounts): the names of seats (this host's) whose account exists and is no member (in seat
+    order), and {name: user ID} of the accounts named in leaving that are members (the seat accounts to remove)."""
+    member = set(members)
+    foreign = [name for name in seats if name in passwd and name not in member]
+    return foreign, dict((name, passwd[name][1]) for name in leaving if name in passwd and name in member)
+
+
+def read(group, programs, find, seats=(), leaving=()):
+    """The facts, the programs of the list that find (a program -> its path, or None: the module's get_bin_path)
+    does not find, and seat_accounts of seats and leaving."""
+    passwd, group_fact = passwd_facts(), group_facts(group)
+    foreign, leaving_accounts = seat_accounts(passwd, group_members(group_fact, group), seats, leaving)
+    return {'ansible_facts': {'getent_passwd': passwd, 'getent_group': group_fact},
+            'programs_missing': [program for program in programs if not find(program)],
+            'foreign_accounts': foreign, 'leaving_accounts': leaving_accounts}

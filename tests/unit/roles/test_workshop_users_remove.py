@@ -8,6 +8,7 @@ from __future__ import annotations
 import yaml
 
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import host_facts
 
 from render import REPO, template_value
 
@@ -20,17 +21,15 @@ def account(uid, comment=SEAT):
 
 
 def removed(accounts, seats, artifacts):
+    """What remove.yml removes: seat_host_facts' leaving accounts, given the names the task templates (the seats
+    and the seats of the password store)."""
     remove = yaml.safe_load((TASKS / 'remove.yml').read_text())
-    find = next(task for task in remove if task['name'].startswith('Find the seat accounts'))
-    members = ','.join(name for name, fields in accounts.items() if fields[3] == SEAT and name != 'user03')
-    variables = {'workshop_users_seat_names': seats, 'workshop_users_artifacts_dir': str(artifacts),
-                 'workshop_users_group': 'workshop-seats',
-                 'workshop_users_group_members': yaml.safe_load((TASKS.parent / 'vars' / 'main.yml').read_text())[
-                     'workshop_users_group_members'],
-                 'ansible_facts': {'getent_passwd': accounts, 'getent_group': {'workshop-seats': ['x', '999', members]}}}
-    variables.update(find['vars'])
-    return template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
-                          variables)
+    read = next(task for task in remove if 'dralab.workshop.seat_host_facts' in task)['dralab.workshop.seat_host_facts']
+    members = [name for name, fields in accounts.items() if fields[3] == SEAT and name != 'user03']
+    variables = {'workshop_users_seat_names': seats, 'workshop_users_artifacts_dir': str(artifacts)}
+    leaving = template_value('workshop_users', read['leaving'], variables)
+    assert read['group'] == '{{ workshop_users_group }}' and 'seats' not in read
+    return host_facts.seat_accounts(accounts, members, [], leaving)[1]
 
 
 def test_only_the_accounts_the_role_made_for_seats_are_removed(tmp_path):
@@ -58,7 +57,8 @@ def test_removal_reuses_the_moved_seats_tasks():
     remove = yaml.safe_load((TASKS / 'remove.yml').read_text())
     include = next(task for task in remove if task.get('ansible.builtin.include_tasks'))
     assert include['ansible.builtin.include_tasks'] == 'moved.yml'
-    assert include['when'] == 'workshop_users_moved_accounts | length > 0'
+    assert include['when'] == 'workshop_users_host_read.leaving_accounts | length > 0'
+    assert include['vars'] == {'workshop_users_moved_accounts': '{{ workshop_users_host_read.leaving_accounts }}'}
     # The handover (moved.yml's first task) hands over and removes exactly the accounts found.
     moved = yaml.safe_load((TASKS / 'moved.yml').read_text())
     assert moved[0]['dralab.workshop.seat_handover']['seats'] == '{{ workshop_users_moved_accounts.keys() | list }}'

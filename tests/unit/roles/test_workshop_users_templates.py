@@ -15,6 +15,7 @@ from ansible.template import Templar
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import model as seat_model
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import bounds as seat_bounds
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import host_facts as seat_host_facts
 
 from render import REPO, evaluate, render_role_template, role_defaults, template_value, with_hostvars
 
@@ -151,46 +152,7 @@ def test_a_run_for_some_seats_converges_only_theirs_and_keeps_the_others_as_seat
                     for n in (1, 3, 5, 7))
     variables.update(ansible_facts={'getent_passwd': accounts,
                                     'getent_group': {'workshop-seats': ['x', '999', 'user01,user03,user05,user07']}})
-    find = next(task for task in block if task['name'].startswith('Find the seat accounts of this host'))
-    variables.update(find['vars'])
-    assert template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
-                          variables) == {}
-
-
-def test_lab_reset_repairs_its_seats_on_both_sides_with_or_without_rotation():
-    """The one-seat reset is the documented repair of a broken seat: the whole workshop_users role (namespace,
-    token, account, ~/.kube/config) with or without rotation; without, for the reset seats only."""
-    tasks = yaml.safe_load((REPO / 'roles' / 'lab_reset' / 'tasks' / 'main.yml').read_text())
-    [include] = [task for task in tasks if task.get('ansible.builtin.include_role', {}).get('name') ==
-                 'dralab.workshop.workshop_users' and 'tasks_from' not in task['ansible.builtin.include_role']]
-    assert 'when' not in include
-    assert include['vars']['workshop_users_login_hosts'] == '{{ lab_reset_login_hosts }}'
-    only = include['vars']['workshop_users_only_seats']
-    for rotate, expected in ((False, ['user07']), (True, [])):
-        assert template_value('lab_reset', only, {'lab_reset_rotate_credentials': rotate,
-                                                  'lab_reset_seats': ['user07']}) == expected
-
-
-def test_the_tasks_of_a_login_host_loop_over_its_own_seats():
-    """Accounts, homes, kubeconfigs, quotas, slices and subvolumes are made for the host's seats, and the seat that
-    sshd -T is asked about is one of them (a seat of another host has no account there)."""
-    tasks = REPO / 'roles' / 'workshop_users' / 'tasks'
-    assert 'workshop_users_seat_names' not in (tasks / 'storage.yml').read_text()
-    linux = (tasks / 'linux.yml').read_text()
-    block = yaml.safe_load(linux)[0]['block']
-    converge = next(task for task in block if 'dralab.workshop.seat_accounts' in task)
-    assert converge['dralab.workshop.seat_accounts']['seats'] == '{{ workshop_users_host_seats }}'
-    sshd = next(task for task in block if 'dralab.workshop.seat_sshd' in task)['dralab.workshop.seat_sshd']
-    assert sshd['seat'].startswith('{{ workshop_users_host_seats[0] if workshop_users_host_seats | length > 0')
-    for line in linux.splitlines():
-        if line.strip().startswith('loop:') and 'seat' in line:
-            assert 'workshop_users_host_seats' in line, line
-
-
-def test_a_seat_moved_away_is_removed_only_where_the_role_made_it():
-    linux = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'linux.yml').read_text())
-    block = linux[0]['block']
-    find = next(task for task in block if task['name'].startswith('Find the seat accounts of this host'))
+    read = next(task for task in block if 'dralab.workshop.seat_host_facts' in task)['dralab.workshop.seat_host_facts']
     # user02's comment is what its own chfn made of it: the role still knows it by its group.
     accounts = {'user01': ['x', '1001', '1001', 'dralab.workshop seat', '/home/seats/user01', '/bin/bash'],
                 'user02': ['x', '1002', '1002', 'dralab.workshop seat,101,,', '/home/seats/user02', '/bin/bash'],
@@ -198,16 +160,16 @@ def test_a_seat_moved_away_is_removed_only_where_the_role_made_it():
                 'other': ['x', '1004', '1004', 'dralab.workshop seat', '/home/other', '/bin/bash']}
     groups = {'workshop-seats': ['x', '999', 'user01,user02,other']}
     variables = with_role_vars(workshop_users_seat_names=['user01', 'user02', 'user03', 'user04'],
-                               inventory_hostname='login1',
-                               ansible_facts={'getent_passwd': accounts, 'getent_group': groups}, **LOGIN_HOSTS)
-    variables.update(find['vars'])
-    found = template_value('workshop_users', find['ansible.builtin.set_fact']['workshop_users_moved_accounts'],
-                           variables)
+                               inventory_hostname='login1', **LOGIN_HOSTS)
+    here = template_value('workshop_users', read['seats'], variables)
+    leaving = template_value('workshop_users', read['leaving'], variables)
+    _foreign, found = seat_host_facts.seat_accounts(accounts, seat_host_facts.group_members(groups, 'workshop-seats'),
+                                                    here, leaving)
     # user02 belongs to login2 and was made by the role; user03 was not (not in the seat group, whatever its comment
     # says); "other" is no seat.
     assert found == {'user02': '1002'}
     include = next(task for task in block if task.get('ansible.builtin.include_tasks') == 'moved.yml')
-    assert include['when'] == 'workshop_users_moved_accounts | length > 0'
+    assert include['when'] == 'workshop_users_host_read.leaving_accounts | length > 0'
     moved = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'moved.yml').read_text())
     handover = moved[0]['dralab.workshop.seat_handover']
     assert handover['seats'] == "{{ workshop_users_moved_accounts.keys() | list }}"
@@ -215,12 +177,15 @@ def test_a_seat_moved_away_is_removed_only_where_the_role_made_it():
 
 
 def foreign_accounts(accounts, groups, seats):
+    """What linux.yml refuses: seat_host_facts given this host's seats (the task's argument, as the role templates
+    it for login1) on these accounts and group facts."""
     linux = yaml.safe_load((REPO / 'roles' / 'workshop_users' / 'tasks' / 'linux.yml').read_text())
-    check = next(task for task in linux[0]['block'] if task['name'].startswith('Refuse to take over'))
-    variables = with_role_vars(workshop_users_seat_names=seats, inventory_hostname='login1',
-                               ansible_facts={'getent_passwd': accounts, 'getent_group': groups}, **LOGIN_HOSTS)
-    variables.update(check['vars'])
-    return template_value('workshop_users', '{{ workshop_users_foreign_accounts }}', variables)
+    read = next(task for task in linux[0]['block'] if 'dralab.workshop.seat_host_facts' in task)
+    variables = with_role_vars(workshop_users_seat_names=seats, inventory_hostname='login1', **LOGIN_HOSTS)
+    here = template_value('workshop_users', read['dralab.workshop.seat_host_facts']['seats'], variables)
+    foreign, _leaving = seat_host_facts.seat_accounts(accounts, seat_host_facts.group_members(groups, 'workshop-seats'),
+                                                      here, [])
+    return foreign
 
 
 def test_seats_are_known_by_their_group_never_by_the_comment_chfn_edits():
@@ -237,7 +202,7 @@ def test_seats_are_known_by_their_group_never_by_the_comment_chfn_edits():
     for name in ('linux.yml', 'remove.yml'):
         text = (tasks / name).read_text()
         assert "'value.3'" not in text, name
-        assert 'workshop_users_group_members' in text, name
+        assert 'workshop_users_host_read.' in text, name
         # The group facts come from seat_host_facts, given the seat group (seat/host_facts.py group_facts).
         tasks_of = yaml.safe_load(text)
         found = [task for task in tasks_of + [t for task in tasks_of for t in task.get('block', [])]

@@ -54,3 +54,23 @@ def test_read_gives_both_facts_and_the_programs_its_finder_does_not_find():
     assert set(result["ansible_facts"]) == {"getent_passwd", "getent_group"}
     assert result["ansible_facts"]["getent_group"] == {} and "root" in result["ansible_facts"]["getent_passwd"]
     assert result["programs_missing"] == ["dralab-no-such-program"]
+
+
+def test_an_account_named_like_a_seat_but_outside_the_group_is_foreign_and_members_leave_with_their_ids():
+    passwd = {"user01": ["x", "1001", "1001", "", "/home/user01", "/bin/bash"],
+              "user02": ["x", "1002", "1002", "", "/home/user02", "/bin/bash"],
+              "user03": ["x", "1003", "1003", "someone's", "/home/user03", "/bin/bash"],
+              "user04": ["x", "1004", "1004", "", "/home/user04", "/bin/bash"]}
+    members = host_facts.group_members({"workshop": ["x", "990", "user01,user02,user04"]}, "workshop")
+    assert members == ["user01", "user02", "user04"]
+    foreign, leaving = host_facts.seat_accounts(passwd, members, ["user03", "user01", "user05"],
+                                                ["user02", "user04", "user06"])
+    assert foreign == ["user03"] and leaving == {"user02": "1002", "user04": "1004"}
+    # An account that is no member never leaves: the role did not make it.
+    assert host_facts.seat_accounts(passwd, members, [], ["user03"]) == ([], {})
+    assert host_facts.group_members({}, "workshop") == []
+
+
+def test_read_says_what_the_accounts_mean_for_the_seats():
+    result = host_facts.read("dralab-no-such-group", [], {}.get, seats=["root"], leaving=["root"])
+    assert result["foreign_accounts"] == ["root"] and result["leaving_accounts"] == {}
