@@ -49,10 +49,8 @@ class ActionModule(ActionBase):
         content = templar.template(trust_as_template(self._loader.get_text_file_contents(source)),
                                    escape_backslashes=False, overrides=TEMPLATE_DEFAULTS) or ''
         content = to_text(content)
-        before = None
-        if os.path.isfile(dest):
-            with open(dest, 'r', encoding='utf-8', errors='replace') as handle:
-                before = handle.read()
+        # The old content is read for a diff only; write_if_changed reads it for itself.
+        before = write.text_and_mode(dest)[0] if self._task.diff else None
         if self._task.check_mode:
             changed = not write.file_state(dest, content, mode)
         else:

@@ -50,28 +50,28 @@ def folder(path, mode, check_mode=False):
     return True
 
 
-def write_if_changed(path, content, mode=0o600):
-    """Write content atomically with mode when it differs; return True when the file changed."""
+def text_and_mode(path):
+    """(text, permission bits) of the file at path, or (None, None) when it cannot be read."""
     try:
         with open(path, 'r') as handle:
-            same = handle.read() == content
+            return handle.read(), stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
     except (IOError, OSError):
-        same = False
-    if same:
-        if (os.stat(path).st_mode & 0o7777) != mode:
-            os.chmod(path, mode)
-            return True
-        return False
+        return None, None
+
+
+def write_if_changed(path, content, mode=0o600):
+    """Write content atomically with mode when it differs (only the mode set when only it differs); return True when
+    the file changed."""
+    text, current = text_and_mode(path)
+    if text == content:
+        if current == mode:
+            return False
+        os.chmod(path, mode)
+        return True
     replace_file(path, content, mode)
     return True
 
 
 def file_state(path, content, mode=0o600):
     """Whether path already holds content with mode (for check mode)."""
-    try:
-        with open(path, 'r') as handle:
-            if handle.read() != content:
-                return False
-        return (os.stat(path).st_mode & 0o7777) == mode
-    except (IOError, OSError):
-        return False
+    return text_and_mode(path) == (content, mode)

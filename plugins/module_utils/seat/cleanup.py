@@ -343,8 +343,10 @@ class SeatCleaner:
             # The new credentials, issued before the finish, take the old ones' names (the token Secret): no
             # finalizer a seat set may keep an old one there.
             for kind, items in first:
-                for item in items if kind.name in CREDENTIAL_KINDS else ():
-                    line = self.remove_finalizers(kind, item) if item['metadata'].get('finalizers') else None
+                if kind.name not in CREDENTIAL_KINDS:
+                    continue
+                for item in items:
+                    line = self.remove_finalizers(kind, item)
                     if line:
                         result['finalizers_removed'].append(line)
         for group in (result['deleted'], result['terminating']):

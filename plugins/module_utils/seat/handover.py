@@ -22,7 +22,7 @@ import signal
 import stat
 import time
 
-from ansible_collections.dralab.workshop.plugins.module_utils.seat import accounts, dropins
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import accounts, dropins, host_facts
 
 LINGER_DIR = '/var/lib/systemd/linger'
 KILL_ROUNDS = 50
@@ -33,17 +33,17 @@ def seat_accounts(seats, group):
     """Seat -> its passwd entry, for the seats of the list that are members of group (the accounts the role made);
     an account outside the group keeps everything."""
     try:
-        members = set(grp.getgrnam(group).gr_mem)
+        members = grp.getgrnam(group).gr_mem
     except KeyError:
         return {}
-    found = {}
-    for seat in seats:
-        if seat in members:
-            try:
-                found[seat] = pwd.getpwnam(seat)
-            except KeyError:
-                continue
-    return found
+    return host_facts.seat_members(seats, members, _passwd_entry)
+
+
+def _passwd_entry(name):
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        return None
 
 
 def process_owners(proc='/proc'):

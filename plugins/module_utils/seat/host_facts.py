@@ -37,12 +37,24 @@ def group_members(group_fact, group):
     return [name for name in ((group_fact.get(group) or ['', '', ''])[2] or '').split(',') if name]
 
 
+def seat_members(names, members, entry):
+    """name -> entry(name) for the names of the list that are members of the seat group and have an account (entry
+    gives None for a name without one): the seat accounts, the only ones the role hands over or removes."""
+    member = set(members)
+    found = {}
+    for name in names:
+        account = entry(name) if name in member else None
+        if account is not None:
+            found[name] = account
+    return found
+
+
 def seat_accounts(passwd, members, seats, leaving):
     """(foreign, leaving_accounts): the names of seats (this host's) whose account exists and is no member (in seat
-    order), and {name: user ID} of the accounts named in leaving that are members (the seat accounts to remove)."""
+    order), and {name: user ID} of the seat accounts (seat_members) named in leaving: the ones to remove."""
     member = set(members)
     foreign = [name for name in seats if name in passwd and name not in member]
-    return foreign, dict((name, passwd[name][1]) for name in leaving if name in passwd and name in member)
+    return foreign, dict((name, fields[1]) for name, fields in seat_members(leaving, members, passwd.get).items())
 
 
 def read(group, programs, find, seats=(), leaving=()):
