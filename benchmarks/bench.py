@@ -9,6 +9,9 @@ nodes) serves every benchmark, in this order:
            (dralab.workshop.linear_fast: what Mitogen is worth here); baseline: the same seat objects
            applied one kubernetes.core.k8s task run per object (benchmarks/playbooks/naive_users.yml) for
            BENCH_NAIVE_SEATS seats (default 72; fewer are scaled up per object and the table says so).
+  waitlist 24 seats hold the 24 GPUs, 48 wait: the API's requests per second and the claims made while they
+           wait in line (can-has-gpu reserve) vs retry `reserve --no-wait` in a loop (the baseline), and the
+           seconds from a release to the next seat in line holding the GPU (benchmarks/waitlist_bench.py).
   reset    playbooks/reset.yml with every seat holding a claim and a pod, then on the clean lab;
            baseline: one `kubectl delete pods,resourceclaims --all -n SEAT` per seat, then the wait
            until no seat claim holds a GPU.
@@ -28,7 +31,7 @@ nodes) serves every benchmark, in this order:
 The table of figures and ratios comes last and goes to BENCH_OUT (default
 $DRALAB_CACHE/bench/bench-<time>.txt). Figures are printed, never asserted.
 
-Usage: python benchmarks/bench.py [--only users,reset,scale,health,seats,site] [--lab-cold]
+Usage: python benchmarks/bench.py [--only users,waitlist,reset,scale,health,seats,site] [--lab-cold]
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from playbook import Lab, parse_recap, seat_names  # noqa: E402
 import conftest  # noqa: E402  (tests/integration/conftest.py: TMP_PREFIX)
 from local_cluster.control_plane import Cluster  # noqa: E402  (tests/harness/local_cluster)
 import lab_bench  # noqa: E402  (benchmarks/lab_bench.py: the rows on the podman lab)
+import waitlist_bench  # noqa: E402  (benchmarks/waitlist_bench.py: 48 seats waiting, in line vs retrying)
 
 BENCH_DIR = Path(__file__).resolve().parent
 ANSIBLE_BIN = Path(sys.executable).parent
@@ -394,7 +398,7 @@ def bench_lab(table: Table, work: Path, only: set[str], args) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="users,reset,scale,health,site,seats")
+    parser.add_argument("--only", default="users,waitlist,reset,scale,health,site,seats")
     parser.add_argument("--lab-cold", action="store_true", help="site: make the lab's nodes anew and time site.yml cold")
     parser.add_argument("--lab-big-seats", type=int, default=300, help="seats: the larger lab (72 or less: none)")
     parser.add_argument("--naive-seats", type=int, default=int(os.environ.get("BENCH_NAIVE_SEATS", "72")))
@@ -409,7 +413,7 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp(prefix="dralab-bench-"))
     table = Table()
     started = time.monotonic()
-    if only & {"users", "reset", "scale", "health"}:
+    if only & {"users", "reset", "waitlist", "scale", "health"}:
         bench_harness(table, work, only, args)
     if only & {"site", "seats"}:
         bench_lab(table, work, only, args)
@@ -434,11 +438,13 @@ def bench_harness(table: Table, work: Path, only: set[str], args) -> None:
         lab = BenchLab(cluster.kubeconfig, work / "lab72")
         lab.run("playbooks/driver.yml")
         devices = 8 * len(cluster.nodes)
-        if "users" in only or "reset" in only:
+        if only & {"users", "reset", "waitlist"}:
             if "users" in only:
                 bench_users(table, lab, api, args.naive_seats)
             else:
                 lab.play("playbooks/users.yml")
+            if "waitlist" in only:
+                waitlist_bench.bench_waitlist(table, lab, api, work)
             if "reset" in only:
                 bench_reset(table, lab, api, devices)
         if "scale" in only or "health" in only:

@@ -28,6 +28,8 @@ from fractions import Fraction
 MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by'
 MANAGED_BY = 'dralab.workshop'
 SEAT_LABEL = 'dralab.workshop/seat'
+# The scheduling gate of a pod in the GPU waitlist (seat/waitlist.py): its claim is made when the keeper removes it.
+WAITLIST_GATE = 'dralab.workshop/waitlist'
 
 # Names a seat must never take: the Linux account would be an existing system
 # account, or the namespace an existing system namespace.

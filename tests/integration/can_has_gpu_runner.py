@@ -11,6 +11,7 @@ ServiceAccount, which the participant_tool role wrote into the artifacts;
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from dralab_build import wheels  # noqa: E402  (dralab_build/wheels.py)
+from k8s_helpers import clear_namespaces  # noqa: E402
 
 
 @dataclass
@@ -87,6 +89,21 @@ class Tool:
         """Run result kept for the transcript (printed by the test, saved by the fixture)."""
         self.transcripts.append(result.transcript())
         return result
+
+
+@contextlib.contextmanager
+def seat_tool(api, workshop, workdir: Path, seats: list[str], settings: dict, transcript: str):
+    """A module's Tool on cleared seat namespaces; afterwards its transcript saved (workshop.logs/transcript) and
+    printed, and the namespaces cleared again."""
+    clear_namespaces(api, seats)
+    tool = Tool(workdir, workshop, settings)
+    try:
+        yield tool
+    finally:
+        out = workshop.logs / transcript
+        out.write_text("\n".join(tool.transcripts))
+        print(f"\n[{out.stem}] ({out}):\n" + "\n".join(tool.transcripts), file=sys.stderr)
+        clear_namespaces(api, seats)
 
 
 class Service:

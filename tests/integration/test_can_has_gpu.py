@@ -4,7 +4,7 @@ seat with only its own kubeconfig in ~/.kube/config, the lease reaper with its o
 - the five commands as one seat (the transcript is printed and saved next to the test logs);
 - refusals: the seat's quota, an unknown class, a lease over the maximum;
 - a second seat can neither see nor release the first seat's claim;
-- the rush: 72 seats run `reserve` at once: exactly 24 get a GPU, the 48 others a sentence naming
+- the rush: 72 seats run `reserve --no-wait` at once: exactly 24 get a GPU, the 48 others a sentence naming
   who holds them, and nothing stays held for them;
 - lease expiry: the reaper process releases an expired lease (pods, then the claim, logged with
   seat, claim and device) and the next `reserve` gets that GPU;
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +24,7 @@ from kubernetes import client
 
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
-from can_has_gpu_runner import Reaper, Tool
+from can_has_gpu_runner import Reaper, seat_tool
 from k8s_helpers import (allocated, api_from_kubeconfig, claim_body, clear_namespaces, delete_namespace,
                          expect_api_error, pod_body, resource_api, wait_for)
 from playbook import SEATS, seat_names
@@ -41,14 +40,9 @@ SEAT_IN_SENTENCE = re.compile(r"\buser\d{2}\b")
 
 @pytest.fixture(scope="module")
 def tool(control_plane, workshop, tmp_path_factory):
-    api = control_plane.api_client
-    clear_namespaces(api, SEATS_ALL)
-    tool = Tool(tmp_path_factory.mktemp("can-has-gpu"), workshop, SETTINGS)
-    yield tool
-    out = workshop.logs / "can-has-gpu-transcript.txt"
-    out.write_text("\n".join(tool.transcripts))
-    print(f"\n[can-has-gpu] transcript ({out}):\n" + "\n".join(tool.transcripts), file=sys.stderr)
-    clear_namespaces(api, SEATS_ALL)
+    with seat_tool(control_plane.api_client, workshop, tmp_path_factory.mktemp("can-has-gpu"), SEATS_ALL, SETTINGS,
+                   "can-has-gpu-transcript.txt") as made:
+        yield made
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +162,7 @@ def test_the_rush(control_plane, tool, reaper):
     wait_occupancy(api, "user72", 0)
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=36) as pool:
-        results = dict(zip(SEATS_ALL, pool.map(lambda s: tool.run(s, "reserve", "-o", "json", timeout=400),
+        results = dict(zip(SEATS_ALL, pool.map(lambda s: tool.run(s, "reserve", "--no-wait", "-o", "json", timeout=400),
                                                SEATS_ALL)))
     seconds = time.monotonic() - started
     winners = {s: r.json() for s, r in results.items() if r.rc == 0}
@@ -185,7 +179,7 @@ def test_the_rush(control_plane, tool, reaper):
         assert not seat_claims(api, seat), f"{seat} keeps a claim after a refused reserve"
     example = next(iter(losers))
     tool.transcripts.append(f"# the rush: 72 seats in {seconds:.0f}s; one of the 48 without a GPU:\n"
-                            + tool.run(example, "reserve").transcript())
+                            + tool.run(example, "reserve", "--no-wait").transcript())
     print(f"\n[rush] 72 x can-has-gpu reserve in {seconds:.1f}s; e.g. {example}: {losers[example]['sentence']}")
     clear_namespaces(api, SEATS_ALL)
 
@@ -201,7 +195,7 @@ def test_an_expired_lease_is_released_by_the_reaper_and_the_next_reserve_gets_th
     assert short.rc == 0, short.describe()
     name, device = short.json()["claim"], short.json()["devices"][0]
     wait_occupancy(api, "user02", GPUS)
-    waiting = tool.show(tool.run("user02", "reserve", "--wait", "20s"))
+    waiting = tool.show(tool.run("user02", "reserve", "--no-wait", "--wait", "20s"))
     assert waiting.rc == 3, waiting.describe()
 
     wait_for(f"the reaper to release {name}", lambda: not seat_claims(api, "user01"), timeout=120)

@@ -16,7 +16,6 @@ state (dra_health's snapshot) and can-has-gpu run as the seat (the wheel's CLI, 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,7 +23,7 @@ import pytest
 from kubernetes import client
 
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
-from can_has_gpu_runner import Reaper, Tool
+from can_has_gpu_runner import Reaper, seat_tool
 from diagnosis_seen import SETTINGS, ageless, record_fixture
 from diagnosis_seen import Seen as SeenBy
 from k8s_helpers import (allocated, api_from_kubeconfig, claim_body, clear_namespaces, pod_body, resource_api,
@@ -44,13 +43,9 @@ record = record_fixture("core")
 
 @pytest.fixture(scope="module")
 def tool(control_plane, workshop, tmp_path_factory):
-    clear_namespaces(control_plane.api_client, SEATS)
-    tool = Tool(tmp_path_factory.mktemp("diagnosis"), workshop, SETTINGS)
-    yield tool
-    out = workshop.logs / "diagnosis-transcript.txt"
-    out.write_text("\n".join(tool.transcripts))
-    print(f"\n[diagnosis] transcript ({out}):\n" + "\n".join(tool.transcripts), file=sys.stderr)
-    clear_namespaces(control_plane.api_client, SEATS)
+    with seat_tool(control_plane.api_client, workshop, tmp_path_factory.mktemp("diagnosis"), SEATS, SETTINGS,
+                   "diagnosis-transcript.txt") as made:
+        yield made
 
 
 @pytest.fixture(scope="module")

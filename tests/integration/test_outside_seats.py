@@ -95,7 +95,7 @@ def told(tool, workshop, admin, res) -> dict:
     seen["why"] = tool.run(WAITS, "why", "small")
     seen["why_json"] = tool.run(WAITS, "why", "small", "-o", "json")
     started = time.monotonic()
-    seen["reserve"] = tool.run(RESERVES, "reserve", "--wait", "90s", "-o", "json")
+    seen["reserve"] = tool.run(RESERVES, "reserve", "--no-wait", "--wait", "90s", "-o", "json")
     seen["reserve_seconds"] = time.monotonic() - started
     seen["reserve_left"] = res.list_namespaced_resource_claim(RESERVES).items
     return seen

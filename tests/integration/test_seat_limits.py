@@ -14,7 +14,7 @@ import sys
 
 from kubernetes import client
 
-from k8s_helpers import IMAGE, clear_namespaces, core_api, expect_api_error, raw_get
+from k8s_helpers import IMAGE, clear_namespaces, core_api, expect_api_error, raw_get, wait_for
 
 SEAT = "user61"
 PODS = 10  # workshop_users_quota_pods (the default)
@@ -42,10 +42,20 @@ def test_a_container_without_resources_gets_the_defaults(control_plane, seat_api
         clear_namespaces(control_plane.api_client, [SEAT])
 
 
+def pods_counted(api, seat) -> int:
+    """The pods the seat's quota counts as used, pods or count/pods (the quota controller updates it a moment after
+    a deletion)."""
+    used = core_api(api).read_namespaced_resource_quota("dralab-seat-quota", seat).status.used or {}
+    return max(int(used.get(key, "0")) for key in ("pods", "count/pods"))
+
+
 def test_the_pod_over_the_quota_is_refused(control_plane, seat_api):
     core = core_api(seat_api(SEAT))
     # Small pods, so that the pod count (not CPU or memory) is what runs out.
     small = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "10m", "memory": "16Mi"}}
+    # The quota counts no pod of the test before: under load its usage lags the clearing of the namespace.
+    wait_for(f"{SEAT}'s quota to count no pod", lambda: pods_counted(control_plane.api_client, SEAT) == 0,
+             timeout=60)
     try:
         for i in range(PODS):
             core.create_namespaced_pod(SEAT, plain_pod(f"p{i}", small))

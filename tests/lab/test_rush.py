@@ -1,7 +1,7 @@
 """The seed's rush on the lab: 72 seats, 24 GPUs. users.yml grows the lab to 72 seats; then every seat logs in
 over SSH with its password on its own login host (paramiko, a bounded pool of threads; the seats' hosts are half
 cp1 and half login1) and
-asks for a GPU the way the README tells participants (`can-has-gpu reserve`). Asserted: 72/72 logins, exactly
+asks for a GPU the way the README tells participants (`can-has-gpu reserve --no-wait`: no waitlist). Asserted: 72/72 logins, exactly
 24 GPUs reserved and none twice, the other 48 told why they have none (exit 3, one sentence), the lab healthy
 afterwards, and reset.yml frees every GPU. Printed (not asserted): the time to the first and to the 24th GPU,
 the logins' times and the API server's p95 latency for a plain GET during the rush.
@@ -78,7 +78,7 @@ def rush(seventy_two_seats):
         session = login(seat, seventy_two_seats[seat]["password"], host=host, patience=120)
         logged_in = time.monotonic() - began
         try:
-            rc, out, err = session.run("can-has-gpu reserve --for 1h", timeout=300)
+            rc, out, err = session.run("can-has-gpu reserve --no-wait --for 1h", timeout=300)
         finally:
             session.close()
         return {"seat": seat, "host": host, "login": logged_in, "rc": rc, "out": out, "err": err,

@@ -132,8 +132,11 @@ class Api:
     def server(self) -> str:
         return self.client.api_client.configuration.host
 
-    def call(self, doing: str, method: str, path: str, body=None, query=None, missing_ok=False):
+    def call(self, doing: str, method: str, path: str, body=None, query=None, missing_ok=False,
+             content_type: str | None = None):
         try:
+            if content_type:
+                return self.client.request(method, path, body, query, content_type)
             return self.client.request(method, path, body, query)
         except K8sError as exc:
             if missing_ok and exc.status == 404:

@@ -14,6 +14,9 @@ status:
      exist, or fits no node for its own cpu, memory or affinity): waiting
      does not help, change the request or the pod as the sentence says
 reserve refuses a request that never fits at once, before it makes anything;
+without a free GPU it waits in line, first come first served, and says its
+position and the lease end it waits for (Ctrl-C or `leave` gives the place up;
+--no-wait answers at once instead, exit 3);
 why exits 0 when the claim has (or can get) its GPU, else 3 or 5 as above.
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 
@@ -37,6 +41,7 @@ examples:
   can-has-gpu status                       your claims, their GPUs and leases; the lab's free GPUs
   can-has-gpu why                          why your newest claim has no GPU (or which one it has)
   can-has-gpu release --all                pods first, then the claims
+  can-has-gpu leave                        give up your place in the GPU waitlist
   can-has-gpu status --output json         every command speaks JSON too
 
 exit status: 0 done, 1 refused, 2 bad usage, 3 no GPU now (wait: the sentence says for whom and how long),
@@ -72,7 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory", help="at least this much GPU memory, e.g. 40Gi")
     p.add_argument("--count", type=int, default=1, help="number of GPUs (default 1)")
     p.add_argument("--for", dest="lease", metavar="DURATION", help="lease, e.g. 30m, 2h (default and maximum: the lab's settings)")
-    p.add_argument("--wait", metavar="DURATION", help="give up after this long (default: the lab's setting)")
+    p.add_argument("--wait", metavar="DURATION",
+                   help="give up after this long (default: in line until a GPU is yours; with --no-wait the lab's "
+                        "setting)")
+    p.add_argument("--no-wait", action="store_true",
+                   help="no waitlist: if no GPU is free now, say so and exit 3 (nothing is held for you)")
 
     p = sub.add_parser("run", parents=[common], help="run a container on your reserved GPU, logs streamed",
                        description="Start a pod that shares your reserved claim and stream its log; the exit "
@@ -93,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog="examples: can-has-gpu release gpu-x7k2p; can-has-gpu release --all")
     p.add_argument("claim", nargs="?")
     p.add_argument("--all", action="store_true", help="every claim of yours")
+    sub.add_parser("leave", parents=[common], help="give up your place(s) in the GPU waitlist",
+                   description="Leave the GPU waitlist: your places in line are given up (Ctrl-C in a waiting "
+                               "reserve does the same).")
     return parser
 
 
@@ -133,7 +145,8 @@ class Out:
 # --- commands: the service does the work, the result is rendered here --------------------------
 
 def cmd_reserve(args, settings, out) -> int:
-    request = service.reserve_request(settings, args.device_class, args.count, args.memory, args.lease, args.wait)
+    request = service.reserve_request(settings, args.device_class, args.count, args.memory, args.lease, args.wait,
+                                      in_line=not args.no_wait)
     result = service.reserve(args.kubeconfig, request, settings, out)
     if result["allocated"]:
         out.result(result, render.reserved_text(result))
@@ -200,7 +213,14 @@ def cmd_run(args, settings, out) -> int:
     return exit_code if isinstance(exit_code, int) and exit_code < 256 else (0 if exit_code == 0 else 1)
 
 
-COMMANDS = {"reserve": cmd_reserve, "run": cmd_run, "status": cmd_status, "why": cmd_why, "release": cmd_release}
+def cmd_leave(args, settings, out) -> int:  # pylint: disable=unused-argument
+    result = service.leave(args.kubeconfig)
+    out.result(result, render.left_text(result))
+    return 0
+
+
+COMMANDS = {"reserve": cmd_reserve, "run": cmd_run, "status": cmd_status, "why": cmd_why, "release": cmd_release,
+            "leave": cmd_leave}
 
 
 def _wants_json(args_list: list[str]) -> bool:
@@ -223,6 +243,10 @@ def _fail(out: Out, reason: str, sentence: str, code: int) -> int:
     return code
 
 
+def _interrupt(*_args) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     out = Out("json" if _wants_json(args_list) else "text")
@@ -232,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         args.kubeconfig = getattr(args, "kubeconfig", None)
         out = Out(args.output)
         settings = load_settings()
+        for number in (signal.SIGHUP, signal.SIGTERM):  # a closed session leaves the line as Ctrl-C does
+            signal.signal(number, _interrupt)
         return COMMANDS[args.command](args, settings, out)
     except Refusal as exc:
         return _fail(out, exc.reason, exc.sentence, exc.code)
@@ -243,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(out, "unexpected", f"unexpected error ({type(exc).__name__}: {exc}): tell the instructor; "
                                         "CAN_HAS_GPU_DEBUG=1 shows the details.", EXIT_REFUSED)
     except KeyboardInterrupt:
-        return _fail(out, "interrupted", "interrupted (a claim made by reserve stays until released or its lease "
-                                         "ends: can-has-gpu status).", 130)
+        return _fail(out, "interrupted", "interrupted (a place in line is given up; a claim made by reserve stays "
+                                         "until released or its lease ends: can-has-gpu status).", 130)
 
 
 if __name__ == "__main__":

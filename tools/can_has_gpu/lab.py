@@ -14,7 +14,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.pod_claims imp
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL
 
 from .api import Api, Refusal
-from .occupancy import read_board
+from .occupancy import read_board, read_line
 from .settings import Settings
 
 
@@ -35,6 +35,8 @@ class SeatView:
     device_taint_rules: list[dict] = field(default_factory=list)  # the instructor's DeviceTaintRules (v1alpha3)
     # From the occupancy: the pods being deleted that other seats' claims are reserved for (stuck holders).
     occupancy_pods: list[dict] = field(default_factory=list)
+    # From the occupancy: the GPU waitlist as the keeper published it (None: no line published).
+    line: list[dict] | None = None
 
     def claim(self, name: str) -> dict | None:
         return next((c for c in self.claims if c["metadata"]["name"] == name), None)
@@ -96,6 +98,7 @@ def seat_view(api: Api, settings: Settings, full: bool = True) -> SeatView:
         configmap = api.call("reading the lab's occupancy board", "GET",
                              api.ns_path("configmaps", settings.occupancy), missing_ok=True)
         view.occupancy, view.occupancy_pods, view.occupancy_outside = read_board(configmap)
+        view.line = read_line(configmap)
     return view
 
 

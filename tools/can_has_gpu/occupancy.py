@@ -108,11 +108,22 @@ def occupancy_pods(seat_namespaces: dict[str, str], claims: list[dict], pods: li
     return sorted(found, key=lambda p: (p["metadata"]["namespace"] or "", p["metadata"]["name"] or ""))
 
 
-def occupancy_data(rows: list[dict], pods: list[dict] | None = None) -> dict[str, str]:
-    """ConfigMap data: the rows (and the pods of occupancy_pods) as JSON, stable so that an unchanged occupancy is
-    not written again."""
-    return {OCCUPANCY_KEY: json.dumps({"format": FORMAT, "scope": SCOPE, "claims": rows, "pods": pods or []},
-                                      sort_keys=True, separators=(",", ":"))}
+def occupancy_data(rows: list[dict], pods: list[dict] | None = None, line: list[dict] | None = None) -> dict[str, str]:
+    """ConfigMap data: the rows, the pods of occupancy_pods and the waitlist (seat/waitlist.py line_rows) as JSON,
+    stable so that an unchanged occupancy is not written again."""
+    return {OCCUPANCY_KEY: json.dumps({"format": FORMAT, "scope": SCOPE, "claims": rows, "pods": pods or [],
+                                       "line": line or []}, sort_keys=True, separators=(",", ":"))}
+
+
+def read_line(configmap: dict | None) -> list[dict] | None:
+    """The waitlist of an occupancy ConfigMap (rows of seat/waitlist.py line_rows); None when the ConfigMap is not
+    readable or an older reaper, without a waitlist, wrote it."""
+    try:
+        payload = json.loads(((configmap or {}).get("data") or {}).get(OCCUPANCY_KEY) or "")
+    except ValueError:
+        return None
+    line = payload.get("line") if isinstance(payload, dict) else None
+    return [r for r in line if isinstance(r, dict)] if isinstance(line, list) else None
 
 
 def read_board(configmap: dict | None) -> tuple[list[dict] | None, list[dict], bool]:

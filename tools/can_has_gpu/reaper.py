@@ -27,9 +27,11 @@ import time
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_NAMESPACE_SELECTOR
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.reaper import reaper_plan
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist import DEFAULT_TURN_SECONDS
 
 from . import __version__
 from .api import Api, Refusal
+from .keeper import Keeper
 from .occupancy import occupancy_claims, occupancy_data, occupancy_pods
 from .settings import SettingsError, load_settings
 
@@ -37,9 +39,16 @@ LOG = logging.getLogger("dralab-lease-reaper")
 OCCUPANCY_REFRESH = 60  # seconds between two rewrites of every occupancy ConfigMap, changed or not
 
 
+def namespace_stubs(seats: dict[str, str]) -> list[dict]:
+    """The seat namespaces as the explainer reads them (name and seat label)."""
+    return [{"metadata": {"name": ns, "labels": {SEAT_LABEL: seat}}} for ns, seat in sorted(seats.items())]
+
+
 class Reaper:
-    def __init__(self, api: Api, lease_max: int, idle_after: int | None, occupancy: str, dry_run: bool = False):
+    def __init__(self, api: Api, lease_max: int, idle_after: int | None, occupancy: str, dry_run: bool = False,
+                 turn_seconds: int = DEFAULT_TURN_SECONDS):
         self.api = api
+        self.keeper = Keeper(api, lease_max, turn_seconds, dry_run)
         self.lease_max = lease_max
         self.idle_after = idle_after
         self.occupancy = occupancy
@@ -69,7 +78,8 @@ class Reaper:
                 continue
             released.add((action["namespace"], action["claim"]))
         remaining = [c for c in claims if (c["metadata"].get("namespace"), c["metadata"]["name"]) not in released]
-        self.publish(seats, occupancy_claims(seats, remaining), occupancy_pods(seats, remaining, pods))
+        line = self.keeper.once(seats, remaining, pods, namespace_stubs(seats))
+        self.publish(seats, occupancy_claims(seats, remaining), occupancy_pods(seats, remaining, pods), line)
         return actions
 
     def release(self, action: dict) -> None:
@@ -88,8 +98,9 @@ class Reaper:
         self.api.call(f"deleting claim {ns}/{action['claim']}", "DELETE",
                       self.api.ns_path("resourceclaims", action["claim"], ns), body, missing_ok=True)
 
-    def publish(self, seats: dict[str, str], rows: list[dict], pods: list[dict] | None = None) -> None:
-        data = occupancy_data(rows, pods)
+    def publish(self, seats: dict[str, str], rows: list[dict], pods: list[dict] | None = None,
+                line: list[dict] | None = None) -> None:
+        data = occupancy_data(rows, pods, line)
         if time.monotonic() - self.refreshed > OCCUPANCY_REFRESH:
             # Rewrite every occupancy ConfigMap now and then: one a seat edited or a reset deleted comes back.
             self.written.clear()
@@ -121,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", default="5s", help="seconds between passes (default 5s)")
     parser.add_argument("--lease-max", help="maximum lease (default: the settings file's lease_max)")
     parser.add_argument("--idle-after", default="", help="also release allocated claims unused this long (default: off)")
+    parser.add_argument("--turn", default=f"{DEFAULT_TURN_SECONDS}s",
+                        help="how long a seat in line has to take the GPU it is given (default %(default)s)")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     parser.add_argument("--dry-run", action="store_true", help="log what would be released; change nothing")
     parser.add_argument("--version", action="version", version=f"dralab-lease-reaper {__version__}")
@@ -131,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         lease_max = parse_duration(args.lease_max or settings.lease_max)
         interval = max(parse_duration(args.interval), 1)
         idle_after = parse_duration(args.idle_after) if args.idle_after else None
+        turn_seconds = max(parse_duration(args.turn), 1)
         api = Api.connect(args.kubeconfig, need_namespace=False)
     except (SettingsError, ValueError) as exc:
         LOG.error("%s", exc)
@@ -138,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     except Refusal as exc:
         LOG.error("%s", exc.sentence)
         return 2
-    reaper = Reaper(api, lease_max, idle_after, settings.occupancy, args.dry_run)
+    reaper = Reaper(api, lease_max, idle_after, settings.occupancy, args.dry_run, turn_seconds)
     LOG.info("dralab-lease-reaper %s: lease max %ss, idle release %s, every %ss", __version__, lease_max,
              f"{idle_after}s" if idle_after else "off", interval)
     stop = []

@@ -41,8 +41,9 @@ def status_text(report: dict) -> str:
                 if d.get("data"):
                     data = ", ".join(f"{k}={v}" for k, v in sorted(d["data"].items()))
                     out.append(f"  {c['name']} {d['device']}: {data}")
-    else:
+    elif not report.get("line"):
         out.append(f"You hold no claims in {report['namespace']}. Reserve a GPU with: can-has-gpu reserve")
+    out.extend(line_lines(report.get("line") or []))
     out.extend(pods_waiting_lines(report.get("pods_waiting") or []))
     free = report["free"]
     if free is None:
@@ -82,6 +83,17 @@ def diagnosis_text(name: str | None, result: dict) -> str:
     return f"{head}: {result['sentence']}" if head else result["sentence"]
 
 
+def line_lines(places: list[dict]) -> list[str]:
+    """'In line for gpu-ab12c: You are 5th in line for gpu.example.com; about 12m, when user17's lease ends.'"""
+    return [f"In line for {p['claim']}: {p['sentence']} (can-has-gpu leave gives it up)" for p in places]
+
+
+def left_text(result: dict) -> str:
+    if not result["left"]:
+        return "You are in no line: nothing to leave."
+    return f"You left the line: {', '.join(result['left'])} deleted."
+
+
 def pods_waiting_lines(findings: list[dict]) -> list[str]:
     return [f["sentence"][:1].upper() + f["sentence"][1:] for f in findings]
 
@@ -91,6 +103,8 @@ def no_gpu_text(result: dict) -> str:
         lines = [f"This request never fits the lab as asked: {result['sentence']}"]
         lines += [result["hint"]] if result.get("hint") else []
         return "\n".join(lines + ["Nothing was made for you; waiting would not help."])
+    if result.get("reason") == "in_line" or (result.get("verdict") == "waits" and result.get("claim") is None):
+        return f"No GPU for you: {result['sentence']}"
     return "\n".join([f"No GPU for you right now: {result['sentence']}", *evidence(result),
                       "Nothing is held for you: reserve again when a GPU is free (can-has-gpu status shows the free "
                       "GPUs)."])

@@ -19,6 +19,7 @@ from typing import Callable, Protocol
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import scheduler_message
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import CLAIM_COUNT_KEY
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, format_time, parse_quantity
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import (
     LeaseError,
@@ -32,6 +33,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils.values import pars
 
 from .api import EXIT_NO_GPU, EXIT_USAGE, Api, Refusal
 from .lab import SeatView, claim_state, explain, pods_waiting, scheduler_said, seat_view, users_of
+from .line import TURN_ALLOCATION, join_line, own_rows, places, position_text
+from .line import leave as leave_line
 from .objects import claim_body, holder_pod, memory_selector, workload_pod
 from .occupancy import OLD_OCCUPANCY, free_devices, outside_devices, published_devices
 from .render import devices_text
@@ -137,7 +140,8 @@ class ReserveRequest:
     memory: str | None
     selectors: list[str]
     lease_seconds: int
-    wait_seconds: int
+    wait_seconds: int | None  # None: in line until given a GPU
+    in_line: bool = True  # without a free GPU, wait in line (False: --no-wait, answer at once)
 
 
 @dataclass
@@ -152,14 +156,14 @@ class Waited:
 
 
 def reserve_request(settings: Settings, device_class: str | None, count: int, memory: str | None,
-                    lease: str | None, wait: str | None) -> ReserveRequest:
+                    lease: str | None, wait: str | None, in_line: bool = True) -> ReserveRequest:
     """Step 1: the options checked against the lab's settings, before anything is asked of the API."""
     try:
         seconds = lease_seconds(lease, settings.lease_default, settings.lease_max)
     except LeaseError as exc:
         raise Refusal(str(exc), reason="lease_limit") from None
     try:
-        wait_seconds = parse_duration(wait) if wait else settings.wait_seconds
+        wait_seconds = parse_duration(wait) if wait else (None if in_line else settings.wait_seconds)
     except ValueError:
         raise Refusal(f"--wait {wait} is not a duration: write it like 30s or 5m.", code=EXIT_USAGE,
                       reason="usage") from None
@@ -172,7 +176,8 @@ def reserve_request(settings: Settings, device_class: str | None, count: int, me
             selectors.append(memory_selector(settings.driver, memory))
         except ValueError as exc:
             raise Refusal(str(exc), reason="usage", code=EXIT_USAGE) from None
-    return ReserveRequest(device_class or settings.default_class, count, memory, selectors, seconds, wait_seconds)
+    return ReserveRequest(device_class or settings.default_class, count, memory, selectors, seconds, wait_seconds,
+                          in_line)
 
 
 def check_class(api: Api, device_class: str) -> None:
@@ -224,15 +229,16 @@ def scheduler_gave_up(api: Api, name: str) -> str | None:
 
 
 def wait_for_gpu(api: Api, settings: Settings, name: str, wait_seconds: int, started: float,
-                 progress: Progress) -> Waited:
+                 progress: Progress, patient: bool = False) -> Waited:
     """Step 4: poll until the claim is allocated, the explainer says it cannot be now, or the wait is over;
-    each time the scheduler has given up, ask the explainer why (step 5)."""
+    each time the scheduler has given up, ask the explainer why (step 5). patient (a turn in line: the keeper saw
+    the GPU free, the seat's occupancy may not show it yet): only the wait's end stops it."""
     answer, sentence = None, None
     while True:
         claim = api.call("reading your claim", "GET", api.ns_path("resourceclaims", name))
         if allocated_devices(claim):
             return Waited(claim, answer, sentence)
-        gave_up = scheduler_gave_up(api, name)
+        gave_up = None if patient else scheduler_gave_up(api, name)
         waited = time.monotonic() - started
         if gave_up:
             answer, sentence = why_waiting(api, settings, name, claim)
@@ -259,20 +265,66 @@ def memory_hint(view: SeatView, request: ReserveRequest, answer: dict) -> str | 
     return f"With can-has-gpu: reserve --memory {largest} or less (or without --memory)."
 
 
-def never_fits(api: Api, settings: Settings, request: ReserveRequest) -> dict | None:
-    """Step 2b: the request explained before anything is made; the refusal (result data) when it never fits the lab
-    as asked, else None. The explainer's search ignores who holds what for this verdict, so the seat's partial view
-    of the lab (its own claims and the occupancy) answers it as dra_health would."""
+def request_answer(api: Api, settings: Settings, request: ReserveRequest) -> tuple[SeatView, dict | None, str]:
+    """Step 2b: the request explained before anything is made, on the seat's partial view of the lab (its own claims
+    and the occupancy): the view, the explainer's answer and its sentence."""
     view = seat_view(api, settings)
     body = claim_body(request.device_class, request.count, request.selectors, "", "")
     body["metadata"].update(name="(new)", namespace=api.namespace)
     answer, sentence = explain_sentence(view, body, now_utc(), settings)
+    return view, answer, sentence
+
+
+def never_fits(api: Api, view: SeatView, request: ReserveRequest, answer: dict | None, sentence: str) -> dict | None:
+    """The refusal (result data) when the request never fits the lab as asked, else None. The explainer's search
+    ignores who holds what for this verdict, so the seat's partial view answers it as dra_health would."""
     if answer is None or answer.get("verdict") != "never_fits":
         return None
     return {"claim": None, "namespace": api.namespace, "allocated": False, **diagnosis_fields(answer),
             "sentence": sentence,
             "hint": memory_hint(view, request, answer), "explanation": answer, "scheduler_said": None,
             "waited_seconds": 0}
+
+
+def goes_now(view: SeatView, request: ReserveRequest, answer: dict | None) -> bool:
+    """Whether reserve asks the scheduler at once instead of joining the line: a GPU fits now and nobody waits for
+    the class, or no keeper publishes a line (no occupancy: the lease reaper is not running)."""
+    if not request.in_line or view.occupancy is None or view.line is None:
+        return True
+    waiting = [r for r in view.line if r.get("device_class") == request.device_class]
+    return bool(answer and answer.get("reason") == "allocatable") and not waiting
+
+
+def check_room(view: SeatView, request: ReserveRequest) -> None:
+    """A place in line only for a seat below its claim quota, counting the places it has."""
+    live = [c for c in view.claims if not c["metadata"].get("deletionTimestamp")]
+    mine = places(view.pods)
+    for quota in view.quotas:
+        hard = ((quota.get("status") or {}).get("hard") or (quota.get("spec") or {}).get("hard") or {})
+        limit = hard.get(CLAIM_COUNT_KEY)
+        if limit is not None and len(live) + len(mine) + 1 > int(parse_quantity(limit)):
+            raise Refusal(f"Your seat may hold {limit} GPU claim(s); it holds {len(live)} and waits in line for "
+                          f"{len(mine)}: release one (can-has-gpu release) or leave the line (can-has-gpu leave) "
+                          "first.", reason="quota")
+
+
+def in_line(api: Api, settings: Settings, request: ReserveRequest, view: SeatView, progress: Progress) -> dict:
+    """Steps 3-6 through the line: a place, the wait for the turn, then the claim and its GPU."""
+    check_room(view, request)
+    outcome = join_line(api, settings, request, progress)
+    if outcome.claim is None:
+        return {"claim": None, "namespace": api.namespace, "allocated": False, "verdict": "waits",
+                "headline": None, "action": "wait", "sentence": outcome.sentence, "hint": None, "explanation": None,
+                "scheduler_said": None, "waited_seconds": round(outcome.waited, 1)}
+    started = time.monotonic() - outcome.waited
+    waited = wait_for_gpu(api, settings, outcome.claim, TURN_ALLOCATION, time.monotonic(), progress, patient=True)
+    if waited.claim is not None:
+        return reserved(api, settings, outcome.claim, waited.claim, started)
+    take_back(api, outcome.claim)
+    return {"claim": outcome.claim, "namespace": api.namespace, "allocated": False,
+            "sentence": waited.sentence or "the GPU of your turn was taken by a claim outside the line.",
+            **diagnosis_fields(waited.answer), "hint": None, "explanation": waited.answer,
+            "scheduler_said": waited.scheduler_said, "waited_seconds": round(time.monotonic() - started, 1)}
 
 
 def take_back(api: Api, name: str, timeout: float = GONE_WAIT) -> None:
@@ -296,21 +348,29 @@ def reserved(api: Api, settings: Settings, name: str, claim: dict, started: floa
 
 
 def reserve(kubeconfig: str | None, request: ReserveRequest, settings: Settings, progress: Progress) -> dict:
-    """A GPU now, for the request's lease: the result says which (allocated) or why none (and nothing is held)."""
+    """A GPU for the request's lease: the result says which (allocated) or why none (and nothing is held). Without
+    a free GPU (or with seats waiting for the class) it waits in line, unless --no-wait."""
     api = Api.connect(kubeconfig)
     check_class(api, request.device_class)
-    refused = never_fits(api, settings, request)
+    view, answer, sentence = request_answer(api, settings, request)
+    refused = never_fits(api, view, request, answer, sentence)
     if refused is not None:
         return refused
+    if not goes_now(view, request, answer):
+        return in_line(api, settings, request, view, progress)
     name = make_claim(api, request, settings)
     progress.progress(f"Claim {name} made; waiting for a GPU ({request.count} x {request.device_class}"
                       + (f", memory >= {request.memory}" if request.memory else "") + ")...")
     started = time.monotonic()
-    waited = wait_for_gpu(api, settings, name, request.wait_seconds, started, progress)
+    patience = request.wait_seconds if request.wait_seconds is not None else settings.wait_seconds
+    waited = wait_for_gpu(api, settings, name, patience, started, progress)
     if waited.claim is not None:
         return reserved(api, settings, name, waited.claim, started)
     take_back(api, name)
-    sentence = waited.sentence or f"no GPU was allocated within {format_age(request.wait_seconds)}."
+    if request.in_line and view.line is not None and (waited.answer or {}).get("verdict") in ("waits", "fits_now"):
+        # Another seat took the GPU first: wait in line from now on.
+        return in_line(api, settings, request, seat_view(api, settings), progress)
+    sentence = waited.sentence or f"no GPU was allocated within {format_age(patience)}."
     return {"claim": name, "namespace": api.namespace, "allocated": False, "sentence": sentence,
             **diagnosis_fields(waited.answer), "hint": None, "explanation": waited.answer, "scheduler_said": waited.scheduler_said,
             "waited_seconds": round(time.monotonic() - started, 1)}
@@ -354,8 +414,31 @@ def status(kubeconfig: str | None, settings: Settings) -> dict:
             row.update(diagnosis_of(view, claim, settings, now))
         rows.append(row)
     return {"namespace": api.namespace, "claims": rows, "pods_waiting": pods_waiting(view),
+            "line": line_places(view, now),
             "free": free_gpus(view, settings), "lease_default": settings.lease_default,
             "lease_max": settings.lease_max, "classes": sorted(c["metadata"]["name"] for c in view.device_classes)}
+
+
+def line_places(view: SeatView, now: datetime.datetime) -> list[dict]:
+    """The seat's places in the GPU waitlist, first come first: the claim each will make, the class, since when,
+    the position and estimate as the keeper published them, and the sentence."""
+    rows = own_rows(view.line, view.namespace)
+    found = []
+    for pod in sorted(places(view.pods), key=lambda p: p["metadata"].get("creationTimestamp") or ""):
+        row = rows.get(pod["metadata"]["name"])
+        refs = pod["spec"].get("resourceClaims") or [{}]
+        found.append({"claim": refs[0].get("resourceClaimName"), "pod": pod["metadata"]["name"],
+                      "since": pod["metadata"].get("creationTimestamp"),
+                      "device_class": (row or {}).get("device_class"), "position": (row or {}).get("position"),
+                      "estimate": (row or {}).get("estimate"), "estimate_seat": (row or {}).get("estimate_seat"),
+                      "sentence": position_text(row, now)})
+    return found
+
+
+def leave(kubeconfig: str | None) -> dict:
+    """Every place of the seat in the GPU waitlist given up."""
+    api = Api.connect(kubeconfig)
+    return {"left": leave_line(api)}
 
 
 def why(kubeconfig: str | None, settings: Settings, name: str | None) -> dict:
@@ -364,6 +447,12 @@ def why(kubeconfig: str | None, settings: Settings, name: str | None) -> dict:
     api = Api.connect(kubeconfig)
     view = seat_view(api, settings)
     waiting = pods_waiting(view)
+    queued = [p for p in line_places(view, now_utc()) if not name or p["claim"] == name]
+    if queued and (name or not [c for c in view.claims if not allocated_devices(c)]):
+        place = queued[0]
+        return {"claim": place["claim"], "allocatable": False, "allocated": False, "reason": "in_line",
+                "verdict": "waits", "headline": "in line", "action": "wait", "sentence": place["sentence"],
+                "line": queued, "scheduler_said": None, "pods_waiting": waiting}
     if not name and not view.claims and waiting:
         first = waiting[0]
         return {"claim": None, "allocatable": False, "allocated": False, "reason": first["verdict"],

@@ -144,7 +144,8 @@ SCRIPT = r"""
       item.appendChild(document.createTextNode(pair[1] + ' ' + STATE[pair[0]]));
       counts.appendChild(item);
     });
-    counts.appendChild(el('span', null, s.devices + ' GPUs · ' + s.pending + ' pending · ' + s.seats_holding +
+    counts.appendChild(el('span', null, s.devices + ' GPUs · ' + s.pending + ' pending · ' + (s.waiting || 0) +
+                          ' in line · ' + s.seats_holding +
                           '/' + s.seats + ' seats hold one · ' + s.errors + ' error(s), ' + s.warnings + ' warning(s)'));
     document.getElementById('generated').textContent = (config.stream ? 'updated ' : 'snapshot of ') + board.generated;
 
@@ -176,6 +177,26 @@ SCRIPT = r"""
         tp.appendChild(row);
       });
       pending.appendChild(tp);
+    }
+
+    var line = document.getElementById('line');
+    line.textContent = '';
+    var queue = board.line || [];
+    if (!queue.length) { line.appendChild(el('p', 'dim', 'Nobody waits in line.')); } else {
+      var named = board.view !== 'public';
+      var tl = table(['class', 'place'].concat(named ? ['seat'] : []).concat(['waiting', 'expected']));
+      queue.forEach(function (q) {
+        var row = el('tr'); row.setAttribute('data-line', q.device_class + '/' + q.position);
+        cell(row, q.device_class);
+        cell(row, q.position === 0 ? 'next: a GPU is free' : q.position === null ? 'at its quota' : '#' + q.position);
+        if (named) { cell(row, who(q.seat, q.namespace)); }
+        cell(row, age(q.since));
+        var until = q.estimate ? left(q.estimate) : null;
+        cell(row, until ? (until === 'expired' ? 'any moment' : 'in ' + until) +
+                          (named && q.estimate_seat ? ' (' + q.estimate_seat + '\'s lease)' : '') : '-');
+        tl.appendChild(row);
+      });
+      line.appendChild(tl);
     }
 
     var problems = document.getElementById('problems');
@@ -247,6 +268,7 @@ PAGE = """<!DOCTYPE html>
 <section><h2>Waiting claims</h2><div id="pending"></div></section>
 <section><h2>Problems</h2><div id="problems"></div></section>
 </div>
+<section><h2>GPU waitlist</h2><div id="line"></div></section>
 <section><h2>Seats</h2><div id="seats"></div></section>
 </main>
 <script id="dralab-board-config" type="application/json">{config}</script>

@@ -20,8 +20,8 @@ says, apart from `generated` (same_state looks past it); the page
 (board_page) shows ages and lease left against its clock.
 
 arrange() gives the instructor's board, with the names of people when a seat ->
-person mapping is given; public() the projector's: the same without them. No
-credential is ever part of a board.
+person mapping is given; public() the projector's: the same without them, and the
+GPU waitlist without who waits. No credential is ever part of a board.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import n
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist import keeper_plan
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_time, parse_duration, parse_time
 
 FORMAT = 1
@@ -72,7 +73,7 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
     that left no object behind (a deleted claim), merged into the seats' last activity.
 
     Returns a dict (JSON-ready): format, view, title, generated, summary, nodes (each with its device
-    tiles), pending, problems, seats.
+    tiles), pending, problems, seats, line (the GPU waitlist: line_rows).
     """
     lease_seconds = parse_duration(lease_max)
     people = dict(people or {})
@@ -140,7 +141,8 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
                          driver)
     tiles = [tile for node in board_nodes for tile in node['devices']]
     summary = dict(('devices_%s' % state, sum(1 for t in tiles if t['state'] == state)) for state in STATES)
-    summary.update(devices=len(tiles), pending=len(pending), errors=report['summary']['errors'],
+    line = line_rows(objects, seats, now, lease_seconds)
+    summary.update(devices=len(tiles), pending=len(pending), waiting=len(line), errors=report['summary']['errors'],
                    warnings=report['summary']['warnings'], seats=len(board_seats),
                    seats_holding=sum(1 for s in board_seats if s['holds']))
     return {
@@ -150,7 +152,22 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
         'problems': [dict(dict((k, p.get(k)) for k in ('severity', 'type', 'object', 'verdict', 'scheduler_said')),
                           reason=sentences.problem(p)) for p in report['problems']],
         'seats': board_seats,
+        'line': line,
     }
+
+
+def line_rows(objects, seats, now, lease_seconds):
+    """The GPU waitlist as the board shows it, first come first per class: seat, class, position (None: the seat
+    holds what its quota allows; 0: its turn, a GPU is free for it), since, and the lease end it waits for
+    (seat/waitlist.py keeper_plan, the plan the keeper carries out)."""
+    plan = keeper_plan(dict(objects, seat_namespaces=seats), now, {}, lease_seconds)
+    rows = [{'seat': e['seat'], 'namespace': e['namespace'], 'device_class': e['device_class'], 'position': 0,
+             'since': e['since'], 'estimate': None, 'estimate_seat': None} for e in plan['give']]
+    rows += [{'seat': e['seat'], 'namespace': e['namespace'], 'device_class': e['device_class'],
+              'position': e['position'], 'since': e['since'], 'estimate': e['estimate'],
+              'estimate_seat': e['estimate_seat']} for e in plan['line']]
+    rows.sort(key=lambda r: (r['device_class'], r['position'] is None, r['position'] or 0, r['since'] or ''))
+    return rows
 
 
 def _seats(seats, claim_rows, objects, people, activity, driver):
@@ -197,6 +214,10 @@ def public(board):
     shown['view'] = PUBLIC
     for row in shown.get('seats') or []:
         row.pop('person', None)
+    for row in shown.get('line') or []:  # who waits is the seat's own business: the room sees the line
+        row.pop('seat', None)
+        row.pop('namespace', None)
+        row.pop('estimate_seat', None)
     return shown
 
 

@@ -407,6 +407,7 @@ def explain_claim(claim, *, device_classes, slices, claims, pods=(), nodes=(), q
                     (a seat's claim), reserved_for)
       not_modeled   what the answer did not take into account (see the module docstring)
       node          for an allocatable claim, a node where it fits
+      devices       for an allocatable claim, the devices it could get there: [driver, pool, device] each
     """
     return Explainer(device_classes=device_classes, slices=slices, claims=claims, pods=pods, nodes=nodes,
                      quotas=quotas, namespaces=namespaces, now=now, device_taint_rules=device_taint_rules,

@@ -142,7 +142,7 @@ class ClaimExplanation:
                 return self.result(False, 'quota_exceeded', quota)
             picked = join_names(['%s on %s' % (d.name, d.node) if d.node else d.name for d in solution['devices'][:3]])
             return self.result(True, 'allocatable', 'can be allocated now (for example %s).' % picked,
-                               node=solution['node'])
+                               node=solution['node'], devices=[list(d.key) for d in solution['devices']])
         if steps is None:
             return self.result(False, 'search_limit', 'too many combinations of devices to decide whether the '
                                                       'claim can be allocated; the scheduler may still find one.')

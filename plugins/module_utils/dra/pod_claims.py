@@ -25,7 +25,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import node_blocker, node_selector_matches
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import join_names, natural_key
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta, object_name
-from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_time
+from ansible_collections.dralab.workshop.plugins.module_utils.values import WAITLIST_GATE, parse_time
 
 VERDICT = 'claim_missing'
 # The resource claim controller makes a pod's claim from its template within a second; a pod older than this
@@ -57,10 +57,13 @@ def _closest(name, names):
 
 
 def _waiting(pod):
-    """Whether a pod waits to be scheduled: not bound to a node, not finished, not being deleted."""
+    """Whether a pod waits to be scheduled: not bound to a node, not finished, not being deleted, not in the GPU
+    waitlist (its claim is made when its turn comes: seat/waitlist.py)."""
     meta = object_meta(pod)
-    return not ((pod.get('spec') or {}).get('nodeName') or meta.get('deletionTimestamp')
-                or (pod.get('status') or {}).get('phase') in TERMINATED_PHASES)
+    spec = pod.get('spec') or {}
+    return not (spec.get('nodeName') or meta.get('deletionTimestamp')
+                or (pod.get('status') or {}).get('phase') in TERMINATED_PHASES
+                or any(g.get('name') == WAITLIST_GATE for g in spec.get('schedulingGates') or []))
 
 
 def missing_claims(pods, claims, templates=None):

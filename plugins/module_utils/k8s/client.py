@@ -142,7 +142,8 @@ class KubeClient:
     def request(self, method, path, body=None, query=None, content_type=None):
         """Call the API; return the JSON body as a dict (None for an empty body).
 
-        content_type: of a body given as a string (server-side apply), else JSON.
+        content_type: of a body given as a string (server-side apply: sent as it is), or of a dict or list sent as
+        JSON (a JSON patch, a merge patch); default application/json.
         """
         try:
             data = self._call(method, path, body, list((query or {}).items()), content_type)

@@ -40,6 +40,10 @@ Namespace object), never by labels on objects inside the namespace.
   (seat/bounds.py UNCOUNTED), so nothing else would bound what a seat stores
   in them. The Events the cluster writes about a seat's objects are not
   concerned.
+- dralab-seat-waitlist-gate: a seat's identities may not remove the GPU
+  waitlist's scheduling gate (values.WAITLIST_GATE) from a pod; the keeper
+  (the lease reaper, an identity of another namespace) removes it when the
+  seat's turn comes (seat/waitlist.py).
 
 Together with the quota on the number of claims, a seat holds at most
 gpus_per_seat GPUs (and as many companion devices) whatever DeviceClasses it
@@ -50,7 +54,7 @@ from __future__ import annotations
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.bounds import DEFAULT_POD_GRACE
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import CLAIM_COUNT_KEY, QUOTA_NAME, managed_labels
-from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL
+from ansible_collections.dralab.workshop.plugins.module_utils.values import MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL, WAITLIST_GATE
 
 POLICY_API_VERSION = 'admissionregistration.k8s.io/v1'
 SERVICES_POLICY = 'dralab-seat-services'
@@ -62,8 +66,9 @@ POD_GRACE_POLICY = 'dralab-seat-pod-grace'
 TEMPLATE_GRACE_POLICY = 'dralab-seat-template-grace'
 CRONJOB_GRACE_POLICY = 'dralab-seat-cronjob-grace'
 EVENTS_POLICY = 'dralab-seat-events'
+WAITLIST_GATE_POLICY = 'dralab-seat-waitlist-gate'
 POLICY_NAMES = (SERVICES_POLICY, SECRETS_POLICY, CLAIM_SIZE_POLICY, TEMPLATE_SIZE_POLICY, CLAIM_COUNT_POLICY,
-                POD_GRACE_POLICY, TEMPLATE_GRACE_POLICY, CRONJOB_GRACE_POLICY, EVENTS_POLICY)
+                POD_GRACE_POLICY, TEMPLATE_GRACE_POLICY, CRONJOB_GRACE_POLICY, EVENTS_POLICY, WAITLIST_GATE_POLICY)
 # The controllers whose spec.template is a pod template: (API group, resource).
 POD_TEMPLATE_OWNERS = (('apps', 'deployments'), ('apps', 'replicasets'), ('apps', 'statefulsets'),
                        ('apps', 'daemonsets'), ('batch', 'jobs'), ('', 'replicationcontrollers'))
@@ -286,18 +291,34 @@ def events_policy():
                      'Events the cluster writes about your objects.'}])
 
 
+def waitlist_gate_policy():
+    gate = "g.name == '%s'" % WAITLIST_GATE
+    return _policy(
+        WAITLIST_GATE_POLICY,
+        'Only the waitlist keeper (the lease reaper) removes the waitlist gate of a seat pod: a seat cannot jump '
+        'the GPU line.',
+        _rules('', ['pods'], ['UPDATE']),
+        [{'expression': "!(has(oldObject.spec.schedulingGates) && oldObject.spec.schedulingGates.exists(g, %s)) || "
+                        "(has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(g, %s)) || "
+                        "!request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':')"
+                        % (gate, gate),
+          'reason': 'Forbidden',
+          'message': 'the waitlist gate is removed by the lab when your turn comes: can-has-gpu status shows your '
+                     'place in line, can-has-gpu leave gives it up.'}])
+
+
 def seat_policies(devices_per_claim=DEVICES_PER_CLAIM, companion_classes=(), pod_grace_max=DEFAULT_POD_GRACE):
     """Every policy and its binding, policies first. companion_classes: DeviceClasses of which a claim may hold
     COMPANIONS_PER_CLAIM device(s) beside its GPU (dra_features.companion_classes); pod_grace_max: the longest
     terminationGracePeriodSeconds of a seat pod."""
     policies = [services_policy(), secrets_policy(), claim_size_policy(devices_per_claim, companion_classes),
                 template_size_policy(devices_per_claim, companion_classes), claim_count_policy()]
-    policies += pod_grace_policies(pod_grace_max) + [events_policy()]
+    policies += pod_grace_policies(pod_grace_max) + [events_policy(), waitlist_gate_policy()]
     bindings = [_binding(SERVICES_POLICY), _binding(SECRETS_POLICY), _binding(CLAIM_SIZE_POLICY),
                 _binding(TEMPLATE_SIZE_POLICY),
                 _binding(CLAIM_COUNT_POLICY, {'name': QUOTA_NAME, 'parameterNotFoundAction': 'Deny'})]
     bindings += [_binding(name) for name in (POD_GRACE_POLICY, TEMPLATE_GRACE_POLICY, CRONJOB_GRACE_POLICY,
-                                             EVENTS_POLICY)]
+                                             EVENTS_POLICY, WAITLIST_GATE_POLICY)]
     return policies + bindings
 
 

@@ -14,12 +14,12 @@ def test_reaper_unit():
     service = dict(unit["Service"])
     assert service["User"] == "dralab-reaper"
     assert service["ExecStart"] == ("/opt/dralab/can-has-gpu/bin/dralab-lease-reaper --kubeconfig "
-                                    "/etc/dralab/lease-reaper.kubeconfig --interval 5s")
+                                    "/etc/dralab/lease-reaper.kubeconfig --interval 5s --turn 60s")
     assert service["Restart"] == "always"
     assert dict(unit["Install"])["WantedBy"] == "multi-user.target"
     idle = dict(parse_unit(render_role_template("participant_tool", "dralab-lease-reaper.service.j2",
                                                 {"participant_tool_idle_release_after": "30m"}))["Service"])
-    assert idle["ExecStart"].endswith("--interval 5s --idle-after 30m")
+    assert idle["ExecStart"].endswith("--interval 5s --turn 60s --idle-after 30m")
 
 
 def test_defaults_read_the_lab_wide_settings():

@@ -28,7 +28,7 @@ class FakeApi(Api):
         self.lists = dict(lists or {})  # path -> items; any other list answers the claims
         self.calls = []
 
-    def call(self, doing, method, path, body=None, query=None, missing_ok=False):
+    def call(self, doing, method, path, body=None, query=None, missing_ok=False, content_type=None):
         self.calls.append((method, path))
         queue = self.answers.get((method, path), [None])
         answer = queue.pop(0) if len(queue) > 1 else queue[0]
@@ -89,8 +89,10 @@ def request(**options):
 
 def test_the_request_gets_the_lab_defaults():
     asked = request()
-    assert (asked.device_class, asked.count, asked.selectors, asked.lease_seconds, asked.wait_seconds) == \
-        ("gpu.example.com", 1, [], 2 * 3600, 90)
+    # In line by default, until a GPU is given; --no-wait waits the lab's setting for the scheduler, then answers.
+    assert (asked.device_class, asked.count, asked.selectors, asked.lease_seconds, asked.wait_seconds,
+            asked.in_line) == ("gpu.example.com", 1, [], 2 * 3600, None, True)
+    assert (request(in_line=False).wait_seconds, request(in_line=False).in_line) == (90, False)
     asked = request(device_class="gpu-40gi.example.com", memory="40Gi", lease="1h", wait="5m", count=2)
     assert (asked.device_class, asked.count, asked.lease_seconds, asked.wait_seconds) == \
         ("gpu-40gi.example.com", 2, 3600, 300)
@@ -199,7 +201,9 @@ def test_reserve_refuses_a_request_that_never_fits_before_it_makes_anything(monk
     assert (result["allocated"], result["verdict"], result["action"], result["claim"]) == \
         (False, "never_fits", "change", None)
     # The same request with what the lab has goes on to make its claim.
-    assert service.never_fits(api, load_settings(), request(memory="80Gi")) is None
+    asked = request(memory="80Gi")
+    view, answer, sentence = service.request_answer(api, load_settings(), asked)
+    assert service.never_fits(api, view, asked, answer, sentence) is None
 
 
 def test_reserve_without_a_gpu_now_says_why_and_what_the_scheduler_said(monkeypatch, capsys):

@@ -16,7 +16,7 @@ import pytest
 from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
 from ansible_collections.dralab.workshop.plugins.module_utils.board import page as board_page
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_state
-from test_dra_model import NOW, broken_fixture, find  # pylint: disable=unused-import  # noqa: F401
+from test_dra_model import NOW, broken_fixture, find, healthy_fixture  # pylint: disable=unused-import  # noqa: F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "harness"))
 from board_browser import PROJECTOR, chromium, cut_text  # noqa: E402  (tests/harness/board_browser.py)
@@ -55,3 +55,23 @@ def test_every_figure_of_the_board_is_whole_on_the_projector(broken, browser, tm
     assert "compute 50 used, 50 free of 100" in " ".join(" ".join(lines).split()), lines
     browser.save_screenshot(str(tmp_path / f"board-{view}-{width}.png"))
     assert cut_text(browser) == [], f"cut at {width}px (screenshot {tmp_path}/board-{view}-{width}.png)"
+
+
+@pytest.mark.parametrize("view", ["instructor", "public"])
+def test_the_waitlist_is_shown_in_order_and_the_projector_names_nobody(healthy, browser, tmp_path, view):
+    from test_board_model import _full_with_line  # pylint: disable=import-outside-toplevel
+    board = board_build.build(_full_with_line(healthy), now=NOW, board={})["board"]
+    board = board_state.public(board) if view == "public" else board
+    page = tmp_path / "board.html"
+    page.write_text(board_page.render(board))
+    browser.set_window_size(*PROJECTOR)
+    browser.get(page.as_uri())
+    rows = [" ".join(r.text.split()) for r in browser.find_elements("css selector", "#line tr[data-line]")]
+    browser.save_screenshot(str(tmp_path / f"board-line-{view}.png"))
+    assert [r.split()[:2] for r in rows] == [["gpu.example.com", "#1"], ["gpu.example.com", "#2"]], rows
+    shown = " ".join(rows)
+    if view == "public":
+        assert "user03" not in shown and "user06" not in shown, rows
+    else:
+        assert rows[0].split()[2] == "user03" and rows[1].split()[2] == "user06", rows
+    assert cut_text(browser) == [], f"cut (screenshot {tmp_path}/board-line-{view}.png)"

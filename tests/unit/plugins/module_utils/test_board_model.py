@@ -318,3 +318,53 @@ def test_an_empty_lab(healthy):
     assert board['nodes'] == [] and board['pending'] == [] and board['seats'] == []
     assert board['summary']['devices'] == 0 and board['healthy']
     json.dumps(board)
+
+
+def _full_with_line(healthy):
+    """healthy.json with every free GPU taken by user05 and user06 holding one each beyond, and three seats in line
+    (gated holder pods of the GPU waitlist, as can-has-gpu makes them)."""
+    from test_seat_waitlist import place  # pylint: disable=import-outside-toplevel
+    data = copy.deepcopy(healthy)
+    taken = {(r['pool'], r['device']) for c in data['claims']
+             for r in ((c.get('status') or {}).get('allocation') or {}).get('devices', {}).get('results', [])}
+    number = 0
+    for node in ('node1', 'node2', 'node3'):
+        for index in range(8):
+            if (node, 'gpu-%d' % index) in taken:
+                continue
+            number += 1
+            data['claims'].append({
+                'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceClaim',
+                'metadata': {'name': 'fill-%d' % number, 'namespace': 'user05', 'uid': 'fill-%d' % number,
+                             'creationTimestamp': '2026-10-28T09:00:00Z',
+                             'annotations': {'dralab.workshop/lease-expires': '2026-10-28T10:%02d:00Z' % (10 + number)}},
+                'spec': {'devices': {'requests': [{'name': 'gpu', 'exactly': {
+                    'deviceClassName': 'gpu.example.com', 'allocationMode': 'ExactCount', 'count': 1}}]}},
+                'status': {'allocation': {'devices': {'results': [
+                    {'request': 'gpu', 'driver': 'gpu.example.com', 'pool': node, 'device': 'gpu-%d' % index}]}}}})
+    data['pods'] += [place('user06', 'gpu-b', -2), place('user03', 'gpu-a', -3)]
+    for pod in data['pods'][-2:]:
+        pod['metadata']['annotations']['dralab.workshop/waiting-renewed'] = NOW
+    return data
+
+
+def test_the_board_shows_the_line_in_order_and_the_projector_without_who(healthy):
+    board = build(_full_with_line(healthy))
+    assert [(r['seat'], r['position'], r['device_class']) for r in board['line']] == [
+        ('user03', 1, 'gpu.example.com'), ('user06', 2, 'gpu.example.com')]
+    assert board['line'][0]['estimate'] and board['line'][0]['estimate_seat']
+    assert board['summary']['waiting'] == 2
+    shown = board_model.public(board)
+    assert [(r['position'], sorted(r)) for r in shown['line']] == [
+        (1, ['device_class', 'estimate', 'position', 'since']), (2, ['device_class', 'estimate', 'position', 'since'])]
+    # A place in line is no pod waiting for a missing claim: no problem is reported for it.
+    assert not [p for p in board['problems'] if 'gpu-a' in p['object'] or 'gpu-b' in p['object']]
+
+
+def test_a_free_gpu_shows_whose_turn_it_is(healthy):
+    from test_seat_waitlist import place  # pylint: disable=import-outside-toplevel
+    data = copy.deepcopy(healthy)
+    data['pods'].append(place('user06', 'gpu-b', -2))
+    data['pods'][-1]['metadata']['annotations']['dralab.workshop/waiting-renewed'] = NOW
+    board = build(data)
+    assert [(r['seat'], r['position']) for r in board['line']] == [('user06', 0)]

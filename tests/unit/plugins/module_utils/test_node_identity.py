@@ -85,7 +85,9 @@ def test_the_reaper_writes_only_in_seat_namespaces():
     assert "secrets" not in read_resources and "configmaps" not in read_resources
     seat_rules = roles["dralab-lease-reaper-seat"]["rules"]
     assert {(r["resources"][0], v) for r in seat_rules for v in r["verbs"]} == {
-        ("pods", "delete"), ("resourceclaims", "delete"), ("configmaps", "create"), ("configmaps", "get"),
+        # patch: the waitlist's keeper removes a pod's waitlist gate when the seat's turn comes.
+        ("pods", "delete"), ("pods", "patch"), ("resourceclaims", "delete"), ("configmaps", "create"),
+        ("configmaps", "get"),
         ("configmaps", "update")}
     assert [r.get("resourceNames") for r in seat_rules if "update" in r["verbs"]] == [[OCCUPANCY_CONFIGMAP_NAME]]
     secret = next(d for d in docs if d["kind"] == "Secret")

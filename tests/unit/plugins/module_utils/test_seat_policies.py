@@ -12,7 +12,7 @@ def by_kind_and_name(objects):
 
 def test_every_policy_has_a_binding_that_denies():
     objects = by_kind_and_name(seat_policies.seat_policies())
-    assert len(objects) == 2 * len(seat_policies.POLICY_NAMES) == 18
+    assert len(objects) == 2 * len(seat_policies.POLICY_NAMES) == 20
     for name in seat_policies.POLICY_NAMES:
         policy = objects[('ValidatingAdmissionPolicy', name)]
         binding = objects[('ValidatingAdmissionPolicyBinding', name)]

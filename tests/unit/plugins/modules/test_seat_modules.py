@@ -24,17 +24,17 @@ def test_seat_objects_for_72_seats():
     assert code == 0 and result['changed'] is False
     assert result['counts'] == {'Namespace': 72, 'ServiceAccount': 72, 'Secret': 72, 'RoleBinding': 72,
                                 'ResourceQuota': 72, 'LimitRange': 72, 'ClusterRole': 1, 'ClusterRoleBinding': 1,
-                                'ValidatingAdmissionPolicy': 14, 'ValidatingAdmissionPolicyBinding': 14,
+                                'ValidatingAdmissionPolicy': 15, 'ValidatingAdmissionPolicyBinding': 15,
                                 'PriorityLevelConfiguration': 1, 'FlowSchema': 1}
-    assert len(result['objects']) == 72 * 6 + 2 + 28 + 2
+    assert len(result['objects']) == 72 * 6 + 2 + 30 + 2
     # Policies first (seat/policies.py, then seat/placement.py, each policies then bindings), the seats' API share,
     # then the namespaces.
-    assert [o['kind'] for o in result['objects'][:30]] == (
-        ['ValidatingAdmissionPolicy'] * 9 + ['ValidatingAdmissionPolicyBinding'] * 9
+    assert [o['kind'] for o in result['objects'][:32]] == (
+        ['ValidatingAdmissionPolicy'] * 10 + ['ValidatingAdmissionPolicyBinding'] * 10
         + ['ValidatingAdmissionPolicy'] * 5 + ['ValidatingAdmissionPolicyBinding'] * 5
         + ['PriorityLevelConfiguration', 'FlowSchema'])
-    assert len(result['objects'][29]['spec']['rules'][0]['subjects']) == 72
-    assert result['objects'][30]['kind'] == 'Namespace'
+    assert len(result['objects'][31]['spec']['rules'][0]['subjects']) == 72
+    assert result['objects'][32]['kind'] == 'Namespace'
     assert result['quota'] == {'gpu.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'gpu-40gi.example.com.deviceclass.resource.k8s.io/devices': '1',
                                'count/resourceclaims.resource.k8s.io': '1'}
