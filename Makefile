@@ -170,7 +170,7 @@ test-lab-board: setup lab-tools ## The GPU board in headless chromium, against t
 
 # The rush leaves the lab with 72 seats; the interrupted runs tear the lab down and build it again (last).
 test-reliability: setup ## Faults, the 72-seat rush and interrupted site.yml runs, against the lab make lab left up.
-	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_faults.py tests/lab/test_rush.py tests/lab/test_interrupted.py
+	$(LAB_ENV) $(BIN)/pytest -q -s tests/lab/test_faults.py tests/lab/test_rush.py tests/lab/test_rush_waitlist.py tests/lab/test_interrupted.py
 
 test: lint test-unit test-unit-tools build test-integration test-lab ## Everything CI runs.
 

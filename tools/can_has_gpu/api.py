@@ -72,13 +72,20 @@ def quota_sentence(message: str) -> str:
     return f"Your seat's quota refuses this: {message}. Release what you do not need and try again."
 
 
+def held_sentence(limit, held, waiting: int = 0) -> str:
+    """What a seat at its GPU limit is told (the claim-count policy's refusal, a place in line refused)."""
+    places = f" and waits in line for {waiting}" if waiting else ""
+    leave = ", can-has-gpu leave gives up your place in line" if waiting else ""
+    return (f"Your seat may hold {limit} GPU(s) and already holds {held}{places}: release one first (can-has-gpu "
+            f"status lists them, can-has-gpu release NAME frees one{leave}).")
+
+
 def policy_refusal(message: str, doing: str) -> Refusal:
     """The participant's sentence for a refusal by one of the seat namespace's admission policies."""
     message = message.split(" The user lacks RBAC permission", 1)[0].strip().rstrip(".")
     held = _HELD.search(message)
     if held:
-        return Refusal(f"Your seat may hold {held.group(2)} GPU(s) and already holds {held.group(1)}: release one "
-                       "first (can-has-gpu status lists them, can-has-gpu release NAME frees one).", reason="quota")
+        return Refusal(held_sentence(held.group(2), held.group(1)), reason="quota")
     return Refusal(f"The lab does not allow this ({doing}): {message}.", reason="policy")
 
 

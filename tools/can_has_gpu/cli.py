@@ -37,6 +37,7 @@ EXAMPLES = """\
 examples:
   can-has-gpu reserve                      a GPU of the default class for the default lease
   can-has-gpu reserve --memory 40Gi --for 1h
+  can-has-gpu reserve --share 20Gi         a share of one GPU (on a lab with shared GPUs)
   can-has-gpu run -- busybox:1.37 sh -c 'env | grep ^GPU_DEVICE_'
   can-has-gpu status                       your claims, their GPUs and leases; the lab's free GPUs
   can-has-gpu why                          why your newest claim has no GPU (or which one it has)
@@ -76,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--class", dest="device_class", help="GPU class (DeviceClass); default: the lab's default")
     p.add_argument("--memory", help="at least this much GPU memory, e.g. 40Gi")
     p.add_argument("--count", type=int, default=1, help="number of GPUs (default 1)")
+    p.add_argument("--share", metavar="MEMORY",
+                   help="a share of one GPU: this much of its memory (and as much of its compute), e.g. 20Gi; "
+                        "needs the lab's shared GPUs (class gpu-shared.example.com)")
     p.add_argument("--for", dest="lease", metavar="DURATION", help="lease, e.g. 30m, 2h (default and maximum: the lab's settings)")
     p.add_argument("--wait", metavar="DURATION",
                    help="give up after this long (default: in line until a GPU is yours; with --no-wait the lab's "
@@ -146,7 +150,7 @@ class Out:
 
 def cmd_reserve(args, settings, out) -> int:
     request = service.reserve_request(settings, args.device_class, args.count, args.memory, args.lease, args.wait,
-                                      in_line=not args.no_wait)
+                                      in_line=not args.no_wait, share=args.share)
     result = service.reserve(args.kubeconfig, request, settings, out)
     if result["allocated"]:
         out.result(result, render.reserved_text(result))

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import datetime
 import logging
+import threading
+import time
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.collect import TAINT_RULES_PATH
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, list_pages_with_version
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist import (
     DEFAULT_TURN_SECONDS,
     gated,
@@ -93,3 +96,30 @@ class Keeper:
                           body, missing_ok=True)
         except Refusal as exc:
             LOG.warning("seat=%s pod=%s not removed from the line: %s", entry["seat"], entry["pod"], exc.sentence)
+
+
+class ClaimWake(threading.Thread):
+    """Wakes the reaper's loop (wake, a threading.Event) when a claim of the cluster is deleted: a GPU may have come
+    free for the first seat in line, and the next pass gives it at once instead of at the next interval. One watch
+    of the claims; listed again when its version is too old, retried after any other error."""
+
+    def __init__(self, api: Api, wake: threading.Event):
+        super().__init__(name="claim-wake", daemon=True)
+        self.api, self.wake = api, wake
+
+    def run(self) -> None:
+        path, version = f"{RESOURCE}/resourceclaims", None
+        while True:
+            try:
+                if version is None:
+                    version = list_pages_with_version(self.api.client, path, {"limit": 1})[1]
+                for event in self.api.client.watch(path, version):
+                    version = (event.get("object") or {}).get("metadata", {}).get("resourceVersion") or version
+                    if event.get("type") == "DELETED":
+                        self.wake.set()
+            except K8sError as exc:
+                if exc.status == 410:
+                    version = None
+                    continue
+                LOG.warning("watching the claims failed (%s): passes every interval only, retrying", exc)
+                time.sleep(5)

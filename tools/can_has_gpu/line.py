@@ -56,8 +56,12 @@ def position_text(row: dict | None, now: datetime.datetime) -> str:
     """'You are 5th in line for gpu.example.com; about 12m, when user17's lease ends.' (or without the estimate)."""
     if row is None:
         return "You are in line; your position is published within seconds."
+    if row.get("position") is None:
+        return ("This place waits behind your own: your seat holds what its quota allows, or its other place is "
+                "being served (can-has-gpu release frees a claim, can-has-gpu leave gives this place up).")
     where = "next in line" if row.get("position") == 1 else f"{ordinal(int(row.get('position') or 0))} in line"
-    text = f"You are {where} for {row.get('device_class')}"
+    memory = (row.get("capacity") or {}).get("memory")
+    text = f"You are {where} for " + (f"a {memory} share of " if memory else "") + f"{row.get('device_class')}"
     end = parse_time(row.get("estimate"))
     if end is not None:
         left = max(int((end - now).total_seconds()), 0)
@@ -159,6 +163,8 @@ def join_line(api: Api, settings, request, progress) -> Joined:
     without a turn (Ctrl-C, the session closing, --wait over) the place is given up."""
     name = new_claim_name()
     asked = {"deviceClassName": request.device_class, "count": request.count, "selectors": list(request.selectors)}
+    if request.capacity:
+        asked["capacity"] = dict(request.capacity)
     now = datetime.datetime.now(datetime.timezone.utc)
     pod = api.call("joining the line", "POST", api.ns_path("pods"), place_pod(name, settings.holder_image, asked, now))
     started = time.monotonic()
@@ -175,7 +181,7 @@ def join_line(api: Api, settings, request, progress) -> Joined:
         expires = format_time(datetime.datetime.now(datetime.timezone.utc)
                               + datetime.timedelta(seconds=request.lease_seconds))
         body = claim_body(request.device_class, request.count, request.selectors, expires,
-                          format_age(request.lease_seconds))
+                          format_age(request.lease_seconds), request.capacity)
         del body["metadata"]["generateName"]
         body["metadata"]["name"] = name
         progress.progress(f"Your turn: making claim {name}...")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import build_pools
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_quantity
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import LEASE_EXPIRES, LEASE_FOR
@@ -26,10 +29,31 @@ def memory_selector(driver: str, memory: str) -> str:
     return f"device.capacity['{driver}'].memory.compareTo(quantity('{memory.strip()}')) >= 0"
 
 
-def claim_body(device_class: str, count: int, selectors: list[str], expires: str, lease_for: str) -> dict:
+def share_capacity(slices: list[dict], driver: str, memory: str) -> dict[str, str]:
+    """What a share of `memory` asks of a shared GPU: that memory, and the same part of the card's compute (rounded
+    up; the driver's default would be all of it). Refusal when no GPU of the lab is shared."""
+    cards = [d for pool in build_pools(slices).values() if pool["driver"] == driver
+             for d in pool["devices"].values() if d.get("allowMultipleAllocations")]
+    if not cards:
+        raise ValueError("no GPU of this lab is shared: --share needs the lab's shared GPUs (the instructor's "
+                         "dralab_dra_features: [consumable_capacity]); reserve a whole GPU instead.")
+    capacity = cards[0].get("capacity") or {}
+    asked = {"memory": memory.strip()}
+    total_memory = parse_quantity((capacity.get("memory") or {}).get("value") or "0")
+    total_compute = (capacity.get("compute") or {}).get("value")
+    if total_compute and total_memory > 0:
+        part = parse_quantity(memory) * parse_quantity(total_compute) / total_memory
+        asked["compute"] = str(max(int(math.ceil(min(part, parse_quantity(total_compute)))), 1))
+    return asked
+
+
+def claim_body(device_class: str, count: int, selectors: list[str], expires: str, lease_for: str,
+               capacity: dict[str, str] | None = None) -> dict:
     exactly = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    if capacity:
+        exactly["capacity"] = {"requests": dict(capacity)}
     return {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"generateName": CLAIM_PREFIX, "labels": {TOOL_LABEL: TOOL},

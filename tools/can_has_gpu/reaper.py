@@ -13,6 +13,12 @@ It also writes the occupancy ConfigMap (can_has_gpu.occupancy) into every seat
 namespace when the lab's allocations change, so can-has-gpu can name who holds
 the GPUs: every allocated claim of the cluster, those of a namespace of no seat
 anonymous (in use outside the seats, never by whom).
+
+And it keeps the GPU waitlist (keeper.py, plugins/module_utils/seat/waitlist.py):
+each pass gives the GPUs that are free to the seats in line, in arrival order,
+and publishes the line with the occupancy. A watch of the claims starts the next
+pass early when a claim is deleted, so a released GPU reaches the next seat in
+about a second, not at the next interval.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import datetime
 import logging
 import signal
 import sys
+import threading
 import time
 
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, parse_duration
@@ -31,7 +38,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist impo
 
 from . import __version__
 from .api import Api, Refusal
-from .keeper import Keeper
+from .keeper import ClaimWake, Keeper
 from .occupancy import occupancy_claims, occupancy_data, occupancy_pods
 from .settings import SettingsError, load_settings
 
@@ -157,15 +164,21 @@ def main(argv: list[str] | None = None) -> int:
              f"{idle_after}s" if idle_after else "off", interval)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    wake = threading.Event()
+    if not args.once:
+        ClaimWake(api, wake).start()
     while not stop:
+        started = time.monotonic()
+        wake.clear()
         try:
             reaper.once()
         except Refusal as exc:
             LOG.warning("pass failed: %s", exc.sentence)
         if args.once:
             break
-        deadline = time.monotonic() + interval
-        while not stop and time.monotonic() < deadline:
+        deadline = started + interval
+        # A claim deleted (a GPU may be free for the line) starts the next pass early, at most one per second.
+        while not stop and time.monotonic() < deadline and not (wake.is_set() and time.monotonic() - started >= 1):
             time.sleep(0.1)
     LOG.info("stopped")
     return 0

@@ -19,8 +19,13 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def share_text(share: dict | None) -> str:
+    """' (a share: compute 25, memory 20Gi)' of a device shared by consumable capacity, else ''."""
+    return " (a share: " + ", ".join(f"{k} {v}" for k, v in sorted(share.items())) + ")" if share else ""
+
+
 def devices_text(devices: list[dict]) -> str:
-    return ", ".join(f"{d['device']} on {d['node']}" for d in devices) or "-"
+    return ", ".join(f"{d['device']} on {d['node']}{share_text(d.get('share'))}" for d in devices) or "-"
 
 
 def status_text(report: dict) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import scheduler_message
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.features import SHARED_CLASS
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import CLAIM_COUNT_KEY
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_age, format_time, parse_quantity
@@ -31,11 +32,11 @@ from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import 
 )
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_duration
 
-from .api import EXIT_NO_GPU, EXIT_USAGE, Api, Refusal
+from .api import EXIT_NEVER_FITS, EXIT_NO_GPU, EXIT_USAGE, Api, Refusal, held_sentence
 from .lab import SeatView, claim_state, explain, pods_waiting, scheduler_said, seat_view, users_of
 from .line import TURN_ALLOCATION, join_line, own_rows, places, position_text
 from .line import leave as leave_line
-from .objects import claim_body, holder_pod, memory_selector, workload_pod
+from .objects import claim_body, holder_pod, memory_selector, share_capacity, workload_pod
 from .occupancy import OLD_OCCUPANCY, free_devices, outside_devices, published_devices
 from .render import devices_text
 from .settings import Settings
@@ -68,6 +69,7 @@ def devices_of(view: SeatView | None, claim: dict) -> list[dict]:
     data = {(d.get("pool"), d.get("device")): d.get("data") or {}
             for d in (claim.get("status") or {}).get("devices") or []}
     return [{"device": r.get("device"), "pool": r.get("pool"), "driver": r.get("driver"),
+             "share": dict(r["consumedCapacity"]) if r.get("consumedCapacity") else None,
              "node": info.get((r.get("pool"), r.get("device")), {}).get("node") or r.get("pool"),
              "memory": info.get((r.get("pool"), r.get("device")), {}).get("memory"),
              "data": data.get((r.get("pool"), r.get("device")), {})} for r in allocated_devices(claim)]
@@ -142,6 +144,8 @@ class ReserveRequest:
     lease_seconds: int
     wait_seconds: int | None  # None: in line until given a GPU
     in_line: bool = True  # without a free GPU, wait in line (False: --no-wait, answer at once)
+    share: str | None = None  # --share: this much of one shared GPU's memory
+    capacity: dict | None = None  # what the share asks of the card (objects.share_capacity, once the slices are read)
 
 
 @dataclass
@@ -156,7 +160,7 @@ class Waited:
 
 
 def reserve_request(settings: Settings, device_class: str | None, count: int, memory: str | None,
-                    lease: str | None, wait: str | None, in_line: bool = True) -> ReserveRequest:
+                    lease: str | None, wait: str | None, in_line: bool = True, share: str | None = None) -> ReserveRequest:
     """Step 1: the options checked against the lab's settings, before anything is asked of the API."""
     try:
         seconds = lease_seconds(lease, settings.lease_default, settings.lease_max)
@@ -171,13 +175,24 @@ def reserve_request(settings: Settings, device_class: str | None, count: int, me
         raise Refusal(f"--count {count} is not possible: ask for 1 to {MOST_GPUS} GPUs.", reason="usage",
                       code=EXIT_USAGE)
     selectors = []
+    if share is not None:
+        if memory or count != 1:
+            raise Refusal("--share asks for a part of one GPU: give it without --memory and --count.",
+                          reason="usage", code=EXIT_USAGE)
+        try:
+            positive = parse_quantity(share) > 0
+        except ValueError:
+            positive = False
+        if not positive:
+            raise Refusal(f"--share {share} is not a quantity: write it like 20Gi.", reason="usage", code=EXIT_USAGE)
     if memory:
         try:
             selectors.append(memory_selector(settings.driver, memory))
         except ValueError as exc:
             raise Refusal(str(exc), reason="usage", code=EXIT_USAGE) from None
-    return ReserveRequest(device_class or settings.default_class, count, memory, selectors, seconds, wait_seconds,
-                          in_line)
+    default = SHARED_CLASS["name"] if share is not None else settings.default_class
+    return ReserveRequest(device_class or default, count, memory, selectors, seconds, wait_seconds, in_line,
+                          share.strip() if share is not None else None)
 
 
 def check_class(api: Api, device_class: str) -> None:
@@ -212,7 +227,7 @@ def make_claim(api: Api, request: ReserveRequest, settings: Settings) -> str:
     When the holder pod cannot be made, the claim is taken back."""
     expires = format_time(now_utc() + datetime.timedelta(seconds=request.lease_seconds))
     body = claim_body(request.device_class, request.count, request.selectors, expires,
-                      format_age(request.lease_seconds))
+                      format_age(request.lease_seconds), request.capacity)
     name = create_claim(api, body)["metadata"]["name"]
     try:
         api.call("creating the holder pod", "POST", api.ns_path("pods"), holder_pod(name, settings.holder_image))
@@ -269,7 +284,12 @@ def request_answer(api: Api, settings: Settings, request: ReserveRequest) -> tup
     """Step 2b: the request explained before anything is made, on the seat's partial view of the lab (its own claims
     and the occupancy): the view, the explainer's answer and its sentence."""
     view = seat_view(api, settings)
-    body = claim_body(request.device_class, request.count, request.selectors, "", "")
+    if request.share is not None:
+        try:
+            request.capacity = share_capacity(view.slices, settings.driver, request.share)
+        except ValueError as exc:
+            raise Refusal(str(exc), reason="no_shared_gpus", code=EXIT_NEVER_FITS) from None
+    body = claim_body(request.device_class, request.count, request.selectors, "", "", request.capacity)
     body["metadata"].update(name="(new)", namespace=api.namespace)
     answer, sentence = explain_sentence(view, body, now_utc(), settings)
     return view, answer, sentence
@@ -303,9 +323,7 @@ def check_room(view: SeatView, request: ReserveRequest) -> None:
         hard = ((quota.get("status") or {}).get("hard") or (quota.get("spec") or {}).get("hard") or {})
         limit = hard.get(CLAIM_COUNT_KEY)
         if limit is not None and len(live) + len(mine) + 1 > int(parse_quantity(limit)):
-            raise Refusal(f"Your seat may hold {limit} GPU claim(s); it holds {len(live)} and waits in line for "
-                          f"{len(mine)}: release one (can-has-gpu release) or leave the line (can-has-gpu leave) "
-                          "first.", reason="quota")
+            raise Refusal(held_sentence(limit, len(live), len(mine)), reason="quota")
 
 
 def in_line(api: Api, settings: Settings, request: ReserveRequest, view: SeatView, progress: Progress) -> dict:
@@ -360,7 +378,8 @@ def reserve(kubeconfig: str | None, request: ReserveRequest, settings: Settings,
         return in_line(api, settings, request, view, progress)
     name = make_claim(api, request, settings)
     progress.progress(f"Claim {name} made; waiting for a GPU ({request.count} x {request.device_class}"
-                      + (f", memory >= {request.memory}" if request.memory else "") + ")...")
+                      + (f", memory >= {request.memory}" if request.memory else "")
+                      + (f", a share of {request.share}" if request.share else "") + ")...")
     started = time.monotonic()
     patience = request.wait_seconds if request.wait_seconds is not None else settings.wait_seconds
     waited = wait_for_gpu(api, settings, name, patience, started, progress)

@@ -25,7 +25,8 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.values import WAITLIST_GATE, format_time, parse_time
 
-# On a pod in line: what its claim will ask for, as JSON {"deviceClassName", "count", "selectors": [CEL, ...]}.
+# On a pod in line: what its claim will ask for, as JSON {"deviceClassName", "count", "selectors": [CEL, ...],
+# "capacity": {name: quantity} (a share of a shared GPU; optional)}.
 REQUEST_ANNOTATION = 'dralab.workshop/waiting-for'
 # On a pod in line: when its can-has-gpu last said it still waits (RFC 3339); renewed every RENEW_SECONDS.
 RENEWED_ANNOTATION = 'dralab.workshop/waiting-renewed'
@@ -56,12 +57,14 @@ def waited_request(pod):
         return None
     if not isinstance(asked, dict) or not isinstance(asked.get('deviceClassName'), str):
         return None
-    count, selectors = asked.get('count', 1), asked.get('selectors') or []
+    count, selectors, capacity = asked.get('count', 1), asked.get('selectors') or [], asked.get('capacity') or {}
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         return None
     if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
         return None
-    return {'deviceClassName': asked['deviceClassName'], 'count': count, 'selectors': selectors}
+    if not isinstance(capacity, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in capacity.items()):
+        return None
+    return {'deviceClassName': asked['deviceClassName'], 'count': count, 'selectors': selectors, 'capacity': capacity}
 
 
 def claim_spec(request):
@@ -70,6 +73,8 @@ def claim_spec(request):
                'count': request['count']}
     if request.get('selectors'):
         exactly['selectors'] = [{'cel': {'expression': s}} for s in request['selectors']]
+    if request.get('capacity'):
+        exactly['capacity'] = {'requests': dict(request['capacity'])}
     return {'devices': {'requests': [{'name': REQUEST_NAME, 'exactly': exactly}]}}
 
 
@@ -90,7 +95,8 @@ def waiting_entries(seat_namespaces, pods):
         renewed = parse_time((meta.get('annotations') or {}).get(RENEWED_ANNOTATION)) or parse_time(since)
         entries.append({'namespace': namespace, 'seat': seat_namespaces[namespace], 'pod': meta.get('name'),
                         'claim': claim, 'device_class': request['deviceClassName'], 'count': request['count'],
-                        'selectors': request['selectors'], 'since': since, 'renewed': renewed,
+                        'selectors': request['selectors'], 'capacity': request['capacity'], 'since': since,
+                        'renewed': renewed,
                         'uid': meta.get('uid')})
     entries.sort(key=lambda e: (parse_time(e['since']) or 0, e['namespace'], e['pod']))
     return entries
@@ -102,11 +108,13 @@ def trial_claim(entry, devices=None):
     claim = {'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceClaim',
              'metadata': {'name': entry['claim'], 'namespace': entry['namespace']},
              'spec': claim_spec({'deviceClassName': entry['device_class'], 'count': entry['count'],
-                                 'selectors': entry['selectors']})}
+                                 'selectors': entry['selectors'], 'capacity': entry.get('capacity')})}
     if devices:
         claim['metadata']['uid'] = 'turn-%s' % entry['uid']
+        share = {'consumedCapacity': dict(entry['capacity'])} if entry.get('capacity') else {}
         claim['status'] = {'allocation': {'devices': {'results': [
-            {'request': REQUEST_NAME, 'driver': d[0], 'pool': d[1], 'device': d[2]} for d in devices]}}}
+            dict({'request': REQUEST_NAME, 'driver': d[0], 'pool': d[1], 'device': d[2]}, **share)
+            for d in devices]}}}
     return claim
 
 
@@ -157,7 +165,8 @@ def keeper_plan(objects, now, turns, lease_max=None, turn_seconds=DEFAULT_TURN_S
         # Until the scheduler allocates the claim, the devices of the turn count as held.
         held[(key[0], turn['claim'])] = trial_claim({'namespace': key[0], 'claim': turn['claim'], 'uid': key[1],
                                                      'device_class': turn['device_class'],
-                                                     'count': len(turn['devices']), 'selectors': []}, turn['devices'])
+                                                     'count': len(turn['devices']), 'selectors': [],
+                                                     'capacity': turn.get('capacity')}, turn['devices'])
     entries = waiting_entries(seats, objects.get('pods') or [])
     waiting = []
     for entry in entries:
@@ -186,7 +195,8 @@ def keeper_plan(objects, now, turns, lease_max=None, turn_seconds=DEFAULT_TURN_S
             devices = [tuple(d) for d in answer['devices']]
             give.append(dict(entry, devices=devices))
             turns[(entry['namespace'], entry['pod'])] = {
-                'given': now, 'devices': devices, 'claim': entry['claim'], 'device_class': entry['device_class']}
+                'given': now, 'devices': devices, 'claim': entry['claim'], 'device_class': entry['device_class'],
+                'capacity': entry.get('capacity')}
             held[(entry['namespace'], entry['claim'])] = trial_claim(entry, devices)
             explainer = _explainer(objects, lab_claims(), now, lease_max)
             continue
@@ -205,5 +215,6 @@ def keeper_plan(objects, now, turns, lease_max=None, turn_seconds=DEFAULT_TURN_S
 def line_rows(line):
     """The line as every seat may read it (the occupancy ConfigMap): seat, namespace, class, count, position, since,
     estimate, the seat whose lease end the estimate is, and the pod (the seat's own can-has-gpu finds itself)."""
-    keys = ('seat', 'namespace', 'pod', 'device_class', 'count', 'position', 'since', 'estimate', 'estimate_seat')
+    keys = ('seat', 'namespace', 'pod', 'device_class', 'count', 'capacity', 'position', 'since', 'estimate',
+            'estimate_seat')
     return [{k: e.get(k) for k in keys} for e in line]

@@ -4,6 +4,7 @@ without a turn gives the place up; and the keeper's side: a turn removes only th
 
 from __future__ import annotations
 
+import copy
 import datetime
 
 import pytest
@@ -44,7 +45,8 @@ def test_a_place_is_a_gated_holder_pod_with_the_request():
     assert pod["spec"]["schedulingGates"] == [{"name": WAITLIST_GATE}]
     assert pod["spec"]["resourceClaims"] == [{"name": "gpu", "resourceClaimName": "gpu-abcde"}]
     # The keeper reads the request back as can-has-gpu wrote it.
-    assert waitlist.waited_request(pod) == {"deviceClassName": "gpu.example.com", "count": 1, "selectors": []}
+    assert waitlist.waited_request(pod) == {"deviceClassName": "gpu.example.com", "count": 1, "selectors": [],
+                                            "capacity": {}}
     assert pod["metadata"]["annotations"][waitlist.RENEWED_ANNOTATION] == "2026-10-28T10:00:00Z"
 
 
@@ -125,7 +127,14 @@ def test_a_seat_at_its_quota_gets_no_place():
     view.quotas = [{"status": {"hard": {"count/resourceclaims.resource.k8s.io": "1"}}}]
     with pytest.raises(service.Refusal) as refused:
         service.check_room(view, request())
-    assert "may hold 1 GPU claim(s); it holds 1 and waits in line for 0" in refused.value.sentence
+    assert refused.value.sentence.startswith("Your seat may hold 1 GPU(s) and already holds 1: release one first")
+    view.quotas = [{"status": {"hard": {"count/resourceclaims.resource.k8s.io": "2"}}}]
+    asked = {"deviceClassName": "gpu.example.com", "count": 1, "selectors": []}
+    view.pods = [line.place_pod("gpu-abcde", "busybox:1.37", asked, NOW)]
+    with pytest.raises(service.Refusal) as refused:
+        service.check_room(view, request())
+    assert "already holds 1 and waits in line for 1: release one first" in refused.value.sentence
+    assert "can-has-gpu leave gives up your place in line" in refused.value.sentence
 
 
 def test_the_keeper_removes_only_the_waitlist_gate():
@@ -171,3 +180,68 @@ def test_a_seat_at_its_quota_is_refused_before_it_joins(monkeypatch):
     with pytest.raises(service.Refusal):
         service.in_line(api, load_settings(), request(), view, Quiet())
     assert api.calls == [], "nothing is made for a refused place"
+
+
+SHARED_SLICE = {"metadata": {"name": "worker1-gpu.example.com"},
+                "spec": {"driver": "gpu.example.com", "nodeName": "worker1",
+                         "pool": {"name": "worker1", "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": "gpu-0", "allowMultipleAllocations": True,
+                                      "capacity": {"memory": {"value": "80Gi"}, "compute": {"value": "100"}}}]}}
+
+
+def test_a_share_asks_for_its_part_of_the_cards_compute_too():
+    from can_has_gpu.objects import claim_body, share_capacity  # pylint: disable=import-outside-toplevel
+    assert share_capacity([SHARED_SLICE], "gpu.example.com", "20Gi") == {"memory": "20Gi", "compute": "25"}
+    assert share_capacity([SHARED_SLICE], "gpu.example.com", "30Gi") == {"memory": "30Gi", "compute": "38"}
+    whole = copy.deepcopy(SHARED_SLICE)
+    del whole["spec"]["devices"][0]["allowMultipleAllocations"]
+    with pytest.raises(ValueError, match="no GPU of this lab is shared"):
+        share_capacity([whole], "gpu.example.com", "20Gi")
+    body = claim_body("gpu-shared.example.com", 1, [], "", "", {"memory": "20Gi", "compute": "25"})
+    assert body["spec"]["devices"]["requests"][0]["exactly"]["capacity"] == {
+        "requests": {"memory": "20Gi", "compute": "25"}}
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"share": "0"}, "--share 0 is not a quantity"),
+    ({"share": "lots"}, "--share lots is not a quantity"),
+    ({"share": "20Gi", "memory": "40Gi"}, "--share asks for a part of one GPU"),
+    ({"share": "20Gi", "count": 2}, "--share asks for a part of one GPU"),
+])
+def test_a_share_the_lab_cannot_give_is_refused_before_anything(options, words):
+    with pytest.raises(service.Refusal) as refused:
+        request(**options)
+    assert words in refused.value.sentence
+
+
+def test_a_share_goes_to_the_shared_class_and_its_place_says_so():
+    asked = request(share="20Gi")
+    assert (asked.device_class, asked.share) == ("gpu-shared.example.com", "20Gi")
+    row = {"position": 3, "device_class": "gpu-shared.example.com", "capacity": {"memory": "20Gi"},
+           "estimate": None}
+    assert line.position_text(row, NOW).startswith("You are 3rd in line for a 20Gi share of gpu-shared.example.com")
+
+
+def test_a_deleted_claim_wakes_the_keeper_and_nothing_else_does():
+    import threading  # pylint: disable=import-outside-toplevel
+
+    class Claims:
+        def __init__(self, events):
+            self.events = list(events)
+
+        def request(self, method, path, body=None, query=None):
+            return {"items": [], "metadata": {"resourceVersion": "5"}}
+
+        def watch(self, path, version, query=None, timeout_seconds=None):
+            if not self.events:
+                raise keeper.K8sError("stop", status=500)
+            return iter([self.events.pop(0)])
+
+    wake = threading.Event()
+    api = FakeApi()
+    api.client = Claims([{"type": "MODIFIED", "object": {"metadata": {"resourceVersion": "6"}}}])
+    waker = keeper.ClaimWake(api, wake)
+    waker.start()
+    assert not wake.wait(0.5)
+    api.client.events.append({"type": "DELETED", "object": {"metadata": {"resourceVersion": "7"}}})
+    assert wake.wait(10)

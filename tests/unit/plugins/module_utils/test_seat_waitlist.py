@@ -94,7 +94,7 @@ def test_the_line_is_in_arrival_order_with_the_lease_ends_as_estimates(lab):
         (at(1), 'user01'), (at(2), 'user02'), (at(3), 'user03')]
     rows = waitlist.line_rows(result['line'])
     assert rows[0] == {'seat': 'user25', 'namespace': 'user25', 'pod': 'gpu-a-holder', 'device_class': DRIVER,
-                       'count': 1, 'position': 1, 'since': at(-3), 'estimate': at(1), 'estimate_seat': 'user01'}
+                       'count': 1, 'capacity': {}, 'position': 1, 'since': at(-3), 'estimate': at(1), 'estimate_seat': 'user01'}
 
 
 def test_a_released_gpu_goes_to_the_first_in_line_and_to_nobody_else(lab):
@@ -236,3 +236,61 @@ def test_the_trial_claim_is_the_claim_can_has_gpu_makes():
     assert exactly == {'deviceClassName': DRIVER, 'allocationMode': 'ExactCount', 'count': 2,
                        'selectors': [{'cel': {'expression': entry['selectors'][0]}}]}
     assert 'uid' not in trial['metadata']  # checked against the seat's quota like a claim not made yet
+
+
+def shared(lab):
+    """Every GPU of the lab shareable (consumable capacity), as the example driver publishes them then."""
+    for rslice in lab['slices']:
+        for device in rslice['spec'].get('devices') or []:
+            device['allowMultipleAllocations'] = True
+            device['capacity'] = {
+                'memory': {'value': '80Gi', 'requestPolicy': {'default': '80Gi', 'validRange': {
+                    'min': '1Gi', 'step': '1Gi', 'max': '80Gi'}}},
+                'compute': {'value': '100', 'requestPolicy': {'default': '100', 'validRange': {
+                    'min': '1', 'step': '1', 'max': '100'}}}}
+    lab['device_classes'].append({'metadata': {'name': 'gpu-shared.example.com'}, 'spec': {'selectors': [
+        {'cel': {'expression': "device.driver == 'gpu.example.com' && device.allowMultipleAllocations == true"}}]}})
+    return lab
+
+
+def share_place(seat, claim, joined, memory='20Gi', compute='25'):
+    pod = place(seat, claim, joined, device_class='gpu-shared.example.com')
+    pod['metadata']['annotations'][waitlist.REQUEST_ANNOTATION] = json.dumps({
+        'deviceClassName': 'gpu-shared.example.com', 'count': 1, 'selectors': [],
+        'capacity': {'memory': memory, 'compute': compute}})
+    return pod
+
+
+def test_shares_in_line_fill_a_card_exactly_and_the_rest_wait(lab):
+    shared(lab)
+    release(lab, 'user05')  # node1 gpu-4 is free: room for four 20Gi shares
+    lab['pods'] = [share_place('user%02d' % (25 + n), 'gpu-s%d' % n, -10 + n) for n in range(6)]
+    result, turns = plan(lab)
+    assert [e['seat'] for e in result['give']] == ['user25', 'user26', 'user27', 'user28']
+    assert {tuple(e['devices']) for e in result['give']} == {((DRIVER, 'node1', 'gpu-4'),)}
+    assert [(e['seat'], e['position']) for e in result['line']] == [('user29', 1), ('user30', 2)]
+    # The next pass counts the four open turns (gates removed, claims not made yet) as holding the card.
+    for pod in lab['pods'][:4]:
+        pod['spec']['schedulingGates'] = []
+    again, _turns = plan(lab, turns)
+    assert again['give'] == [] and [e['seat'] for e in again['line']] == ['user29', 'user30']
+
+
+def test_a_share_larger_than_any_card_is_in_no_ones_way(lab):
+    shared(lab)
+    release(lab, 'user05')
+    lab['pods'] = [share_place('user25', 'gpu-big', -3, memory='100Gi', compute='100'),
+                   share_place('user26', 'gpu-s', -2)]
+    result, _turns = plan(lab)
+    assert [e['seat'] for e in result['give']] == ['user26']
+    assert [(e['seat'], e['verdict']) for e in result['line']] == [('user25', 'never_fits')]
+
+
+def test_a_reset_of_some_seats_hands_their_gpus_to_the_line_in_order(lab):
+    lab['pods'] = [place('user25', 'gpu-a', -3), place('user26', 'gpu-b', -2), place('user27', 'gpu-c', -1)]
+    for seat in ('user07', 'user08'):  # reset.yml -e lab_reset_seats=[user07,user08]: their claims are deleted
+        release(lab, seat)
+    result, _turns = plan(lab)
+    assert [(e['seat'], e['devices']) for e in result['give']] == [
+        ('user25', [(DRIVER, 'node1', 'gpu-6')]), ('user26', [(DRIVER, 'node1', 'gpu-7')])]
+    assert [(e['seat'], e['position']) for e in result['line']] == [('user27', 1)]
