@@ -25,6 +25,7 @@ from k8s_helpers import resource_api, wait_for
 from playbook import seat_names
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import DEFAULT_DRIVER
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import KubeClient
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.etcd import metric_samples
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
 from ansible_collections.dralab.workshop.plugins.module_utils.values import WAITLIST_GATE
@@ -37,9 +38,12 @@ SETTINGS = {"lease_default": "2h", "lease_max": "8h", "wait": "120s", "holder_im
             "default_class": lab_settings.default("dralab_device_classes")[0]["name"], "driver": DEFAULT_DRIVER}
 
 
+def metrics(api) -> str:
+    return KubeClient(api).text("/metrics")
+
+
 def requests_total(api) -> float:
-    text = api.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False,
-                        response_types_map={})[0].data.decode()
+    text = metrics(api)
     return sum(value for name, _labels, value in metric_samples(text, ("apiserver_request_total",))
                if name == "apiserver_request_total")
 
@@ -52,8 +56,7 @@ def rate(api, seconds: float) -> float:
 
 def claims_made(api) -> int:
     """ResourceClaims created so far in the cluster (the API server's count of claim POSTs)."""
-    text = api.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False,
-                        response_types_map={})[0].data.decode()
+    text = metrics(api)
     return int(sum(value for name, labels, value in metric_samples(text, ("apiserver_request_total",))
                    if name == "apiserver_request_total" and 'resource="resourceclaims"' in labels
                    and 'verb="POST"' in labels and 'subresource=""' in labels))

@@ -21,7 +21,8 @@ import pytest
 from kubernetes import client
 
 from conftest import REPO, login, run_playbook
-from test_rush import GPUS, SEATS, api_latency_probe, p95, seat_names, seventy_two_seats  # noqa: F401  (fixture)
+# seventy_two_seats is a fixture of test_rush, used by name.
+from test_rush import GPUS, SEATS, api_latency_probe, p95, seat_names, seventy_two_seats  # noqa: F401  # pylint: disable=unused-import
 
 LEASE = 60  # seconds: the shortest lease can-has-gpu gives
 WAVES = SEATS // GPUS  # 24 at once, then 24 at each of two lease ends

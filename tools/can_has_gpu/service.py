@@ -63,13 +63,26 @@ def now_utc() -> datetime.datetime:
 
 # --- what every command reads ----------------------------------------------------------------
 
+def share_of(result: dict, memory: str | None) -> dict | None:
+    """What an allocation consumes of a shared GPU when it is a share (less than the card's memory), else None: a
+    whole card on a lab whose GPUs are shareable is no share."""
+    consumed = result.get("consumedCapacity") or {}
+    if not consumed:
+        return None
+    try:
+        whole = memory is not None and parse_quantity(consumed.get("memory", memory)) >= parse_quantity(memory)
+    except ValueError:
+        whole = False
+    return None if whole else dict(consumed)
+
+
 def devices_of(view: SeatView | None, claim: dict) -> list[dict]:
     """The claim's allocated devices with their node, memory and the driver's data."""
     info = view.device_info() if view is not None else {}
     data = {(d.get("pool"), d.get("device")): d.get("data") or {}
             for d in (claim.get("status") or {}).get("devices") or []}
     return [{"device": r.get("device"), "pool": r.get("pool"), "driver": r.get("driver"),
-             "share": dict(r["consumedCapacity"]) if r.get("consumedCapacity") else None,
+             "share": share_of(r, info.get((r.get("pool"), r.get("device")), {}).get("memory")),
              "node": info.get((r.get("pool"), r.get("device")), {}).get("node") or r.get("pool"),
              "memory": info.get((r.get("pool"), r.get("device")), {}).get("memory"),
              "data": data.get((r.get("pool"), r.get("device")), {})} for r in allocated_devices(claim)]

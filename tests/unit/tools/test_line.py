@@ -245,3 +245,11 @@ def test_a_deleted_claim_wakes_the_keeper_and_nothing_else_does():
     assert not wake.wait(0.5)
     api.client.events.append({"type": "DELETED", "object": {"metadata": {"resourceVersion": "7"}}})
     assert wake.wait(10)
+
+
+def test_a_whole_card_on_a_lab_of_shareable_gpus_is_no_share():
+    whole = {"consumedCapacity": {"memory": "80Gi", "compute": "100"}}
+    assert service.share_of(whole, "80Gi") is None
+    part = {"consumedCapacity": {"memory": "20Gi", "compute": "25"}}
+    assert service.share_of(part, "80Gi") == {"memory": "20Gi", "compute": "25"}
+    assert service.share_of({"device": "gpu-0"}, "80Gi") is None
