@@ -47,6 +47,19 @@ def share_capacity(slices: list[dict], driver: str, memory: str) -> dict[str, st
     return asked
 
 
+def share_of(result: dict, memory: str | None) -> dict | None:
+    """What an allocation consumes of a shared GPU when it is a share (less than the card's memory), else None: a
+    whole card on a lab whose GPUs are shareable is no share."""
+    consumed = result.get("consumedCapacity") or {}
+    if not consumed:
+        return None
+    try:
+        whole = memory is not None and parse_quantity(consumed.get("memory", memory)) >= parse_quantity(memory)
+    except ValueError:
+        whole = False
+    return None if whole else dict(consumed)
+
+
 def claim_body(device_class: str, count: int, selectors: list[str], expires: str, lease_for: str,
                capacity: dict[str, str] | None = None) -> dict:
     exactly = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}

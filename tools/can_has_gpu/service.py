@@ -36,7 +36,7 @@ from .api import EXIT_NEVER_FITS, EXIT_NO_GPU, EXIT_USAGE, Api, Refusal, held_se
 from .lab import SeatView, claim_state, explain, pods_waiting, scheduler_said, seat_view, users_of
 from .line import TURN_ALLOCATION, join_line, own_rows, places, position_text
 from .line import leave as leave_line
-from .objects import claim_body, holder_pod, memory_selector, share_capacity, workload_pod
+from .objects import claim_body, holder_pod, memory_selector, share_capacity, share_of, workload_pod
 from .occupancy import OLD_OCCUPANCY, free_devices, outside_devices, published_devices
 from .render import devices_text
 from .settings import Settings
@@ -62,19 +62,6 @@ def now_utc() -> datetime.datetime:
 
 
 # --- what every command reads ----------------------------------------------------------------
-
-def share_of(result: dict, memory: str | None) -> dict | None:
-    """What an allocation consumes of a shared GPU when it is a share (less than the card's memory), else None: a
-    whole card on a lab whose GPUs are shareable is no share."""
-    consumed = result.get("consumedCapacity") or {}
-    if not consumed:
-        return None
-    try:
-        whole = memory is not None and parse_quantity(consumed.get("memory", memory)) >= parse_quantity(memory)
-    except ValueError:
-        whole = False
-    return None if whole else dict(consumed)
-
 
 def devices_of(view: SeatView | None, claim: dict) -> list[dict]:
     """The claim's allocated devices with their node, memory and the driver's data."""

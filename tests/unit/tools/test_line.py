@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import waitlist
 from ansible_collections.dralab.workshop.plugins.module_utils.values import WAITLIST_GATE
-from can_has_gpu import keeper, line, service
+from can_has_gpu import keeper, line, objects, service
 from can_has_gpu.settings import load_settings
 from test_service import CLAIMS, PODS, FakeApi, Quiet, request
 
@@ -249,7 +249,7 @@ def test_a_deleted_claim_wakes_the_keeper_and_nothing_else_does():
 
 def test_a_whole_card_on_a_lab_of_shareable_gpus_is_no_share():
     whole = {"consumedCapacity": {"memory": "80Gi", "compute": "100"}}
-    assert service.share_of(whole, "80Gi") is None
+    assert objects.share_of(whole, "80Gi") is None
     part = {"consumedCapacity": {"memory": "20Gi", "compute": "25"}}
-    assert service.share_of(part, "80Gi") == {"memory": "20Gi", "compute": "25"}
-    assert service.share_of({"device": "gpu-0"}, "80Gi") is None
+    assert objects.share_of(part, "80Gi") == {"memory": "20Gi", "compute": "25"}
+    assert objects.share_of({"device": "gpu-0"}, "80Gi") is None
