@@ -141,6 +141,11 @@ def stuck_deleting(pod, nodes):
     return 'is being deleted on %s, which is NotReady' % node_name
 
 
+def has_gate(pod, name):
+    """Whether the pod carries the scheduling gate of that name (the scheduler does not try it until it is removed)."""
+    return any(g.get('name') == name for g in (pod.get('spec') or {}).get('schedulingGates') or [])
+
+
 def claim_pods(claim, pods):
     """The pods (of a list) that use a claim (PodIndex.consumers)."""
     return PodIndex(pods).consumers(claim)

@@ -21,7 +21,7 @@ import os
 from collections import defaultdict
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.diagnosis import VERDICTS
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import TERMINATED_PHASES, event_time
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import TERMINATED_PHASES, event_time, has_gate
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.placement import node_blocker, node_selector_matches
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import join_names, natural_key
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta, object_name
@@ -63,7 +63,7 @@ def _waiting(pod):
     spec = pod.get('spec') or {}
     return not (spec.get('nodeName') or meta.get('deletionTimestamp')
                 or (pod.get('status') or {}).get('phase') in TERMINATED_PHASES
-                or any(g.get('name') == WAITLIST_GATE for g in spec.get('schedulingGates') or []))
+                or has_gate(pod, WAITLIST_GATE))
 
 
 def missing_claims(pods, claims, templates=None):

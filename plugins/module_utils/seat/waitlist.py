@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.explain import Explainer
-from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices, has_gate
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.values import WAITLIST_GATE, format_time, parse_time
 
@@ -40,7 +40,7 @@ REQUEST_NAME = 'gpu'
 
 
 def gated(pod):
-    return any(g.get('name') == WAITLIST_GATE for g in (pod.get('spec') or {}).get('schedulingGates') or [])
+    return has_gate(pod, WAITLIST_GATE)
 
 
 def pod_claim(pod):
@@ -141,16 +141,16 @@ def keeper_plan(objects, now, turns, lease_max=None, turn_seconds=DEFAULT_TURN_S
 
     objects: the cluster's objects as the explainer takes them (device_classes, slices, claims, pods, nodes, quotas,
     namespaces, device_taint_rules) and seat_namespaces ({namespace: seat}). turns: {(namespace, pod): {'given':
-    aware datetime, 'devices': [(driver, pool, device)], 'claim': name}}, the turns the keeper gave and that are not
-    yet taken; updated in place. Returns {'give': [entry + devices], 'drop': [entry + reason], 'line': [entry +
-    position + estimate]}: give = remove the gate; drop = delete the pod (and its claim, if one was made).
+    aware datetime, 'devices': [(driver, pool, device)], 'entry': the entry given the turn}}, the turns the keeper
+    gave and that are not yet taken; updated in place. Returns {'give': [entry + devices], 'drop': [entry + reason],
+    'line': [entry + position + estimate]}: give = remove the gate; drop = delete the pod.
     """
     seats = objects.get('seat_namespaces') or {}
     existing = {(object_meta(c).get('namespace'), object_meta(c).get('name')): c for c in objects.get('claims') or []}
     pods = {(object_meta(p).get('namespace'), object_meta(p).get('name')): p for p in objects.get('pods') or []}
     drop, held = [], {}
     for key, turn in sorted(turns.items()):
-        claim = existing.get((key[0], turn['claim']))
+        claim = existing.get((key[0], turn['entry']['claim']))
         pod = pods.get(key)
         late = (now - turn['given']).total_seconds() > turn_seconds
         if pod is None or object_meta(pod).get('deletionTimestamp') or (claim is not None and allocated_devices(claim)):
@@ -159,14 +159,10 @@ def keeper_plan(objects, now, turns, lease_max=None, turn_seconds=DEFAULT_TURN_S
         if late:
             del turns[key]
             if claim is None:
-                drop.append({'namespace': key[0], 'seat': seats.get(key[0]), 'pod': key[1], 'claim': turn['claim'],
-                             'reason': 'did not take its turn within %ds' % turn_seconds})
+                drop.append(dict(turn['entry'], reason='did not take its turn within %ds' % turn_seconds))
             continue
         # Until the scheduler allocates the claim, the devices of the turn count as held.
-        held[(key[0], turn['claim'])] = trial_claim({'namespace': key[0], 'claim': turn['claim'], 'uid': key[1],
-                                                     'device_class': turn['device_class'],
-                                                     'count': len(turn['devices']), 'selectors': [],
-                                                     'capacity': turn.get('capacity')}, turn['devices'])
+        held[(key[0], turn['entry']['claim'])] = trial_claim(turn['entry'], turn['devices'])
     entries = waiting_entries(seats, objects.get('pods') or [])
     waiting = []
     for entry in entries:
@@ -194,9 +190,7 @@ def keeper_plan(objects, now, turns, lease_max=None, turn_seconds=DEFAULT_TURN_S
         if answer.get('reason') == 'allocatable' and answer.get('devices'):
             devices = [tuple(d) for d in answer['devices']]
             give.append(dict(entry, devices=devices))
-            turns[(entry['namespace'], entry['pod'])] = {
-                'given': now, 'devices': devices, 'claim': entry['claim'], 'device_class': entry['device_class'],
-                'capacity': entry.get('capacity')}
+            turns[(entry['namespace'], entry['pod'])] = {'given': now, 'devices': devices, 'entry': entry}
             held[(entry['namespace'], entry['claim'])] = trial_claim(entry, devices)
             explainer = _explainer(objects, lab_claims(), now, lease_max)
             continue
