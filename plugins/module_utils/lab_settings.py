@@ -169,6 +169,9 @@ SETTINGS = (
             'API server\'s longest token is this + the event + 15m'),
     Setting('dralab_lease_default', 'duration', '2h', 'GPU lease of `can-has-gpu reserve` without `--for`'),
     Setting('dralab_lease_max', 'duration', '8h', 'longest lease of any seat claim (dralab-lease-reaper releases it then)'),
+    Setting('dralab_waitlist_turn', 'duration', '60s',
+            'how long a seat given a GPU from the waitlist has to take it (at least 5s); then the turn passes to the '
+            'next seat in line'),
     Setting('dralab_etcd_quota_bytes', 'int', 4294967296,
             "etcd's backend quota (--quota-backend-bytes; etcd's own default is 2 GiB): at it every write of the "
             'cluster stops; health.yml warns from 80 %', bounds=(268435456, 8589934592)),

@@ -23,7 +23,9 @@ description:
     C(claim_reserved_for_missing_pod), C(claim_allocated_unused), C(claim_pending), C(pod_claim_missing) (a pod waits
     for a claim or template its namespace does not have), C(pod_claim_refused) (the API refused its claim from a
     template), C(pod_claim_unreachable) (its claim is on nodes it cannot go to), C(device_double_allocated),
-    C(claim_device_unknown), with O(seat_kubeconfig_dir) C(seat_token_expiring), with O(etcd_quota_bytes) C(etcd_storage_full), C(etcd_writes_failing).
+    C(claim_device_unknown), C(waitlist_not_kept) (places in the GPU waitlist that its keeper, the lease reaper,
+    would have dropped long ago), with O(seat_kubeconfig_dir) C(seat_token_expiring), with O(etcd_quota_bytes)
+    C(etcd_storage_full), C(etcd_writes_failing).
   - The lab is unhealthy when at least one problem has severity C(error); warnings (pending claims,
     NotReady nodes, stale slices of an older generation) do not make it unhealthy.
   - A pending claim is explained from the published devices (module_utils dra/explain.py) and diagnosed
@@ -258,6 +260,10 @@ summary:
       description: Devices of the driver with a taint of their own or of a DeviceTaintRule.
       type: int
       sample: 3
+    waiting:
+      description: Seats in the GPU waitlist (RV(waitlist)).
+      type: int
+      sample: 6
     errors:
       description: Number of problems with severity C(error).
       type: int
@@ -484,6 +490,16 @@ shared_devices:
     - {driver: gpu.example.com, pool: node1, device: gpu-0, node: node1,
        claims: [user01/small-1, user01/small-2, user01/small-3],
        capacity: {memory: {total: 80Gi, used: 30Gi, free: 50Gi}, compute: {total: "100", used: "30", free: "70"}}}
+waitlist:
+  description:
+    - The GPU waitlist (C(can-has-gpu reserve) without a free GPU), per class first come first, each with C(seat),
+      C(namespace), C(device_class), C(count), C(since), C(position) (0 when a GPU is free for it, null when the
+      seat holds what its limit allows), and C(estimate), the lease end of C(estimate_seat) it waits for.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{seat: user25, namespace: user25, device_class: gpu.example.com, count: 1, since: "2026-12-01T10:02:00Z",
+            position: 1, estimate: "2026-12-01T10:14:00Z", estimate_seat: user07}]
 tainted_devices:
   description:
     - Per tainted device, its taints (C(key), C(value), C(effect), and C(rule), the DeviceTaintRule that set it, or
@@ -497,8 +513,9 @@ tainted_devices:
 report_lines:
   description:
     - The report for a person, one line each, as role lab_health prints it. The verdict with the number of errors
-      and warnings, the devices published and expected, allocated and free, the claims, one line per node (devices,
-      slices, readiness) and one per problem (severity, object, reason).
+      and warnings, the devices published and expected, allocated and free, the claims, the GPU waitlist per class
+      (its seats in order, who gets the next GPU when), one line per node (devices, slices, readiness) and one per
+      problem (severity, object, reason).
     - Returned with the failure of an unhealthy lab too.
   returned: always
   type: list
@@ -519,13 +536,11 @@ report_lines:
 from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
-from ansible_collections.dralab.workshop.plugins.module_utils.board import build as board_build
-from ansible_collections.dralab.workshop.plugins.module_utils.board import snapshot as board_file
+from ansible_collections.dralab.workshop.plugins.module_utils.board import lab_check
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import cel_types
-from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
-from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import K8sError, auth_argspec, run_with_client
+from ansible_collections.dralab.workshop.plugins.module_utils.k8s.client import auth_argspec, run_with_client
 
 
 def argspec():
@@ -559,32 +574,12 @@ def run(module, client, now=None):
     if dra_report.option_problem(params):
         module.fail_json(msg=dra_report.option_problem(params))
     try:
-        # The board reads the FailedScheduling events whatever include_events says.
-        data = dra_collect.collect(client, include_events=params['include_events'] or bool(params['snapshot_dest']))
-    except K8sError as exc:
+        checked = lab_check.check(client, params, now=now, check_mode=module.check_mode)
+    except lab_check.CheckFailed as exc:
         module.fail_json(msg=str(exc))
-    for warning in data.pop('warnings'):
+    for warning in checked['warnings']:
         module.warn(warning)
-    board = dict(lease_max=params['snapshot_lease_max'], title=params['snapshot_title']) if params['snapshot_dest'] else None
-    lab = board_build.build(
-        data, now=now, board=board, report_events=params['include_events'], lease_max=params['snapshot_lease_max'],
-        driver=params['driver'], expected_devices_per_node=params['expected_devices_per_node'], expected_nodes=params['nodes'],
-        node_selector=params['node_selector'], stale_claim_age=params['stale_claim_age'],
-        plugin_labels=params['plugin_labels'] if params['check_plugins'] else None)
-    report, result = lab['report'], dict(changed=False)
-    report, more, warnings = dra_collect.more_checks(client, report, data.get('namespaces'), params, now)
-    for warning in warnings:
-        module.warn(warning)
-    result.update(more)
-    if params['snapshot_dest']:
-        try:
-            snapshot = board_file.keep(lab['board'], params['snapshot_dest'], check_mode=module.check_mode)
-        except (IOError, OSError) as exc:
-            module.fail_json(msg=board_file.cannot_write(params['snapshot_dest'], exc, 'snapshot_dest'))
-        result = dict(changed=snapshot.pop('changed'), snapshot=snapshot)
-    report['report_lines'] = dra_report.report_lines(report, detail=params['detail'])
-    if not params['detail']:
-        report = dra_report.summarize(report)
+    report, result = checked['report'], checked['result']
     if not report['healthy']:
         if params['fail_on_unhealthy']:
             module.fail_json(msg=dra_report.unhealthy_message(report), **dict(result, **report))

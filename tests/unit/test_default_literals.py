@@ -34,6 +34,7 @@ DRIVER_HOME = 'plugins/module_utils/dra/model.py (DEFAULT_DRIVER)'
 SETTINGS = [setting for setting in lab_settings.SETTINGS if setting.default is not None]
 # The admin kubeconfig's folder in a path: '/.dralab' or '~/.dralab' (dralab_artifacts_dir, dralab_kubeconfig).
 ARTIFACTS_PATH = re.compile(r'/%s\b' % re.escape(lab_settings.ARTIFACTS_DIR))
+DISTINCTIVE_SECONDS = 600
 # A role default's own fallback for a setting role dralab defines: "{{ dralab_seats | default(72) }}".
 FALLBACK = re.compile(r'\b(dralab_[a-z0-9_]+)\s*\|\s*default\(')
 
@@ -44,7 +45,8 @@ def distinctive(python):
     for setting in SETTINGS:
         if isinstance(setting.default, str) and setting.default:
             known[setting.default] = setting.name
-            if setting.kind == 'duration':
+            # A few seconds are an ordinary number (60 retries, a 60 s timeout); hours in seconds are not.
+            if setting.kind == 'duration' and parse_duration(setting.default) >= DISTINCTIVE_SECONDS:
                 known[parse_duration(setting.default)] = setting.name
     if python:
         # Roles name the driver of their own concern (role variables, documented in their argument specs).

@@ -34,7 +34,7 @@ import time
 from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, parse_duration
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import SEAT_NAMESPACE_SELECTOR
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.reaper import reaper_plan
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist import DEFAULT_TURN_SECONDS
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist import DEFAULT_TURN_SECONDS, MIN_TURN_SECONDS
 
 from . import __version__
 from .api import Api, Refusal
@@ -151,7 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         lease_max = parse_duration(args.lease_max or settings.lease_max)
         interval = max(parse_duration(args.interval), 1)
         idle_after = parse_duration(args.idle_after) if args.idle_after else None
-        turn_seconds = max(parse_duration(args.turn), 1)
+        turn_seconds = parse_duration(args.turn)
+        if turn_seconds < MIN_TURN_SECONDS:
+            raise ValueError(f"--turn {args.turn} is shorter than {MIN_TURN_SECONDS}s: a seat given a GPU needs "
+                             "the time to make its claim")
         api = Api.connect(args.kubeconfig, need_namespace=False)
     except (SettingsError, ValueError) as exc:
         LOG.error("%s", exc)

@@ -18,6 +18,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.board import state
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects as dra_objects
+from ansible_collections.dralab.workshop.plugins.module_utils.seat import token_health, waitlist
 from ansible_collections.dralab.workshop.plugins.module_utils.values import parse_time
 
 # The objects build() reads (dra_collect.collect() returns them under these keys; a missing key is none, but for
@@ -40,7 +41,8 @@ def build(objects, now=None, board=None, report_events=True, lease_max=None, **o
     the lease end of the holders a waiting claim is told about (default: the board's lease_max, that is the lab's,
     else only the claims' lease annotations).
 
-    Returns {'report': dra_health.analyze's report, 'board': the board's state or None}.
+    Returns {'report': dra_health.analyze's report with the GPU waitlist (waitlist: seat/waitlist.py lab_line,
+    summary.waiting, and its waitlist_not_kept problem), 'board': the board's state or None}.
     """
     now = parse_time(now) if now is not None else datetime.datetime.now(datetime.timezone.utc)
     lists = dict((kind, list(objects.get(kind) or [])) for kind in OBJECT_KINDS)
@@ -58,11 +60,18 @@ def build(objects, now=None, board=None, report_events=True, lease_max=None, **o
         return dra_health.analyze(events=events, now=now, explanations=by_claim, claim_templates=templates,
                                   **dict(cluster, **judgement))
 
-    report = judge(lists['events'] if report_events else [], **options)
+    line = waitlist.lab_line(cluster, now, lease_max)
+    line_problems = waitlist.line_problems(cluster, now)
+
+    def with_line(analysed):
+        analysed = dict(analysed, waitlist=line, summary=dict(analysed['summary'], waiting=len(line)))
+        return token_health.add_problems(analysed, line_problems)
+
+    report = with_line(judge(lists['events'] if report_events else [], **options))
     if board is None:
         return {'report': report, 'board': None}
-    board_report = report if report_events else judge(
-        lists['events'], **dict((k, options[k]) for k in BOARD_JUDGEMENT if k in options))
+    board_report = report if report_events else with_line(judge(
+        lists['events'], **dict((k, options[k]) for k in BOARD_JUDGEMENT if k in options)))
     state = board_state.arrange(lists, board_report, explanations, now,
                                 driver=options.get('driver', dra_objects.DEFAULT_DRIVER), **board)
     return {'report': report, 'board': state}

@@ -34,8 +34,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.dra import objects
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import natural_key
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.lease import lease_end
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
-from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist import keeper_plan
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist import seat_namespaces
 from ansible_collections.dralab.workshop.plugins.module_utils.values import format_time, parse_duration, parse_time
 
 FORMAT = 1
@@ -73,7 +72,7 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
     that left no object behind (a deleted claim), merged into the seats' last activity.
 
     Returns a dict (JSON-ready): format, view, title, generated, summary, nodes (each with its device
-    tiles), pending, problems, seats, line (the GPU waitlist: line_rows).
+    tiles), pending, problems, seats, line (the GPU waitlist: the report's, seat/waitlist.py lab_line).
     """
     lease_seconds = parse_duration(lease_max)
     people = dict(people or {})
@@ -81,11 +80,7 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
     taints_by_device = dict(((row['pool'], row['device']), [dra_objects.taint_text(t) for t in row['taints']])
                             for row in report['tainted_devices'] if row['driver'] == driver)
 
-    seats = {}
-    for namespace in objects['namespaces']:
-        seat = seat_of(namespace)
-        if seat and not object_meta(namespace).get('deletionTimestamp'):
-            seats[object_meta(namespace).get('name')] = seat
+    seats = seat_namespaces(objects['namespaces'])
     claims_by_key = dict((_key(claim), claim) for claim in objects['claims'])
 
     holders = defaultdict(list)  # (pool, device) -> holders
@@ -141,7 +136,7 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
                          driver)
     tiles = [tile for node in board_nodes for tile in node['devices']]
     summary = dict(('devices_%s' % state, sum(1 for t in tiles if t['state'] == state)) for state in STATES)
-    line = line_rows(objects, seats, now, lease_seconds)
+    line = report['waitlist']
     summary.update(devices=len(tiles), pending=len(pending), waiting=len(line), errors=report['summary']['errors'],
                    warnings=report['summary']['warnings'], seats=len(board_seats),
                    seats_holding=sum(1 for s in board_seats if s['holds']))
@@ -154,20 +149,6 @@ def arrange(objects, report, explanations, now, driver=dra_objects.DEFAULT_DRIVE
         'seats': board_seats,
         'line': line,
     }
-
-
-def line_rows(objects, seats, now, lease_seconds):
-    """The GPU waitlist as the board shows it, first come first per class: seat, class, position (None: the seat
-    holds what its quota allows; 0: its turn, a GPU is free for it), since, and the lease end it waits for
-    (seat/waitlist.py keeper_plan, the plan the keeper carries out)."""
-    plan = keeper_plan(dict(objects, seat_namespaces=seats), now, {}, lease_seconds)
-    rows = [{'seat': e['seat'], 'namespace': e['namespace'], 'device_class': e['device_class'], 'position': 0,
-             'since': e['since'], 'estimate': None, 'estimate_seat': None} for e in plan['give']]
-    rows += [{'seat': e['seat'], 'namespace': e['namespace'], 'device_class': e['device_class'],
-              'position': e['position'], 'since': e['since'], 'estimate': e['estimate'],
-              'estimate_seat': e['estimate_seat']} for e in plan['line']]
-    rows.sort(key=lambda r: (r['device_class'], r['position'] is None, r['position'] or 0, r['since'] or ''))
-    return rows
 
 
 def _seats(seats, claim_rows, objects, people, activity, driver):

@@ -41,6 +41,27 @@ def _first_names(names, total):
     return shown + (' and %d more' % (total - SHOWN_NAMES) if total > SHOWN_NAMES else '')
 
 
+def _line_lines(line):
+    """The GPU waitlist (board/build.py adds it to the report), one line per class: its seats in order, and who
+    gets the next GPU when."""
+    if not line:
+        return []
+    lines = ['GPU waitlist: %s in line' % plural(len(line), 'seat')]
+    for rows in _groups(line, lambda row: row['device_class']):
+        ordered = [row['seat'] for row in rows if row['position'] is not None]
+        words = '  %s: %s' % (rows[0]['device_class'], _first_names(ordered, len(ordered)) or 'nobody in order')
+        first = next((row for row in rows if row['position'] is not None), None)
+        if first is not None and first['position'] == 0:
+            words += '; a GPU is free for %s (its turn)' % first['seat']
+        elif first is not None and first['estimate']:
+            words += "; the next GPU about %s, when %s's lease ends" % (first['estimate'], first['estimate_seat'])
+        at_limit = [row['seat'] for row in rows if row['position'] is None]
+        if at_limit:
+            words += '; at their GPU limit, behind nobody: %s' % _first_names(at_limit, len(at_limit))
+        lines.append(words)
+    return lines
+
+
 def _node_state(node):
     state = 'not in the cluster' if node['ready'] is None else ('Ready' if node['ready'] else 'NotReady')
     return '%d/%d devices, %d slice(s), %s' % (node['published'], node['expected'], node['slices'], state)
@@ -65,6 +86,7 @@ def report_lines(report, detail=True):
             summary['claims_total'], summary['claims_pending'], summary['claims_allocated'],
             summary['claims_reserved']),
     ]
+    lines.extend(_line_lines(report.get('waitlist') or []))
     if report.get('shared_devices'):
         lines.append('Shared devices (consumable capacity):')
     for row in report.get('shared_devices') or []:

@@ -25,6 +25,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.lab_settings impor
 from ansible_collections.dralab.workshop.plugins.module_utils.preflight.report import given
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.event import window_seconds
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.names import generate_seat_names
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.waitlist import MIN_TURN_SECONDS
 from ansible_collections.dralab.workshop.plugins.module_utils.values import (
     SEMVER,
     as_bool,
@@ -359,6 +360,14 @@ def check_leases(config, report):
     if len(seconds) == 2 and seconds['dralab_lease_default'] > seconds['dralab_lease_max']:
         report.error('dralab_lease_default', '%s is longer than dralab_lease_max %s'
                      % (show(given(config, 'dralab_lease_default')), show(given(config, 'dralab_lease_max'))))
+    try:
+        turn = parse_duration(given(config, 'dralab_waitlist_turn'))
+    except ValueError as exc:
+        report.error('dralab_waitlist_turn', str(exc))
+    else:
+        if turn < MIN_TURN_SECONDS:
+            report.error('dralab_waitlist_turn', '%s is shorter than %ss: a seat given a GPU needs the time to '
+                         'make its claim' % (show(given(config, 'dralab_waitlist_turn')), MIN_TURN_SECONDS))
 
 
 def check_mirrors(config, report):

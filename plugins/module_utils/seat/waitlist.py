@@ -21,9 +21,14 @@ from __future__ import annotations
 import json
 
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.explain import Explainer
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.health import ERROR
 from ansible_collections.dralab.workshop.plugins.module_utils.dra.objects import allocated_devices, has_gate
+from ansible_collections.dralab.workshop.plugins.module_utils import lab_settings
+from ansible_collections.dralab.workshop.plugins.module_utils.dra.words import join_names, plural
 from ansible_collections.dralab.workshop.plugins.module_utils.k8s.meta import object_meta
-from ansible_collections.dralab.workshop.plugins.module_utils.values import WAITLIST_GATE, format_time, parse_time
+from ansible_collections.dralab.workshop.plugins.module_utils.seat.model import seat_of
+from ansible_collections.dralab.workshop.plugins.module_utils.values import (
+    WAITLIST_GATE, format_age, format_time, parse_duration, parse_time)
 
 # On a pod in line: what its claim will ask for, as JSON {"deviceClassName", "count", "selectors": [CEL, ...],
 # "capacity": {name: quantity} (a share of a shared GPU; optional)}.
@@ -33,8 +38,15 @@ RENEWED_ANNOTATION = 'dralab.workshop/waiting-renewed'
 RENEW_SECONDS = 20
 # A pod in line whose renewal is older than this has lost its can-has-gpu (a killed session): it leaves the line.
 STALE_SECONDS = 75
-# How long a seat has, once its gate is removed, to make its claim (can-has-gpu does it within a second).
-DEFAULT_TURN_SECONDS = 60
+# How long a seat has, once its gate is removed, to make its claim (can-has-gpu does it within a second):
+# the lab's dralab_waitlist_turn, at least MIN_TURN_SECONDS.
+DEFAULT_TURN_SECONDS = parse_duration(lab_settings.default('dralab_waitlist_turn'))
+MIN_TURN_SECONDS = 5
+# A place renewed longer ago than this is one the keeper, which drops it STALE_SECONDS after its last renewal and
+# passes every 5 s, has not seen: the keeper is not running (dra_health's waitlist_not_kept).
+KEEPER_SILENT_SECONDS = STALE_SECONDS + 60
+NOT_KEPT = 'waitlist_not_kept'
+SHOWN_SEATS = 5
 # The request of the claim a pod in line will make (can-has-gpu's objects.py names it the same).
 REQUEST_NAME = 'gpu'
 
@@ -212,3 +224,45 @@ def line_rows(line):
     keys = ('seat', 'namespace', 'pod', 'device_class', 'count', 'capacity', 'position', 'since', 'estimate',
             'estimate_seat')
     return [{k: e.get(k) for k in keys} for e in line]
+
+
+def seat_namespaces(namespaces):
+    """{namespace: seat} of the seat namespaces among Namespace objects that are not being deleted."""
+    return dict((object_meta(ns).get('name'), seat_of(ns)) for ns in namespaces or []
+                if seat_of(ns) and not object_meta(ns).get('deletionTimestamp'))
+
+
+def lab_line(objects, now, lease_max=None, seats=None):
+    """The GPU waitlist as the instructor reads it (the board, dra_health), first come first per class: seat,
+    namespace, class, count, position (None: the seat holds what its quota allows; 0: its turn, a GPU is free for
+    it), since, and the lease end it waits for with whose lease it is; keeper_plan's line, with no turn open.
+    objects: as keeper_plan takes them; seats: {namespace: seat} (default: from objects['namespaces'])."""
+    seats = seat_namespaces(objects.get('namespaces')) if seats is None else seats
+    plan = keeper_plan(dict(objects, seat_namespaces=seats), now, {}, lease_max)
+    keys = ('seat', 'namespace', 'device_class', 'count', 'since')
+    rows = [dict(((k, e[k]) for k in keys), position=0, estimate=None, estimate_seat=None) for e in plan['give']]
+    rows += [dict(((k, e[k]) for k in keys), position=e['position'], estimate=e['estimate'],
+                  estimate_seat=e['estimate_seat']) for e in plan['line']]
+    rows.sort(key=lambda r: (r['device_class'], r['position'] is None, r['position'] or 0, r['since'] or ''))
+    return rows
+
+
+def line_problems(objects, now, seats=None):
+    """dra_health's problem when places in line outlive what the keeper allows them (KEEPER_SILENT_SECONDS after
+    their last renewal): the keeper is not running, so nobody in line gets a turn. [] or one error."""
+    seats = seat_namespaces(objects.get('namespaces')) if seats is None else seats
+    silent = [e for e in waiting_entries(seats, objects.get('pods') or [])
+              if (now - e['renewed']).total_seconds() > KEEPER_SILENT_SECONDS]
+    if not silent:
+        return []
+    oldest = max((now - e['renewed']).total_seconds() for e in silent)
+    names = sorted(set(e['seat'] for e in silent))
+    shown = names[:SHOWN_SEATS] + (['%d more' % (len(names) - SHOWN_SEATS)] if len(names) > SHOWN_SEATS else [])
+    reason = ('%s in the GPU waitlist (%s) %s still there %s after its last renewal, but the keeper drops a place '
+              '%ds after it: the keeper (the lease reaper) is not running, so no seat in line gets a turn. Run '
+              '`sudo systemctl status dralab-lease-reaper` and `journalctl -u dralab-lease-reaper` on the first '
+              'control-plane node, and `sudo systemctl restart dralab-lease-reaper` there'
+              % (plural(len(silent), 'place'), join_names(shown),
+                 'is' if len(silent) == 1 else 'are', format_age(oldest), STALE_SECONDS))
+    return [{'type': NOT_KEPT, 'severity': ERROR, 'object': 'GPU waitlist', 'reason': reason,
+             'pods': ['%s/%s' % (e['namespace'], e['pod']) for e in silent]}]

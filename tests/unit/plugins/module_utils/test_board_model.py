@@ -15,6 +15,7 @@ from ansible_collections.dralab.workshop.plugins.module_utils.board import page 
 from ansible_collections.dralab.workshop.plugins.module_utils.board import state as board_model
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import explain as dra_explain
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import health as dra_health
+from ansible_collections.dralab.workshop.plugins.module_utils.dra import report as dra_report
 from ansible_collections.dralab.workshop.plugins.module_utils.board import sentences as board_sentences
 from test_dra_model import LABELS, NOW, broken_fixture, crash, find, healthy_fixture, plugin_of  # pylint: disable=unused-import  # noqa: F401
 
@@ -356,7 +357,15 @@ def test_the_board_shows_the_line_in_order_and_the_projector_without_who(healthy
     assert board['summary']['waiting'] == 2
     shown = board_model.public(board)
     assert [(r['position'], sorted(r)) for r in shown['line']] == [
-        (1, ['device_class', 'estimate', 'position', 'since']), (2, ['device_class', 'estimate', 'position', 'since'])]
+        (1, ['count', 'device_class', 'estimate', 'position', 'since']),
+        (2, ['count', 'device_class', 'estimate', 'position', 'since'])]
+    # dra_health's report has the same line, in its lines too.
+    report = board_build.build(_full_with_line(healthy), now=NOW)['report']
+    assert report['waitlist'] == board['line'] and report['summary']['waiting'] == 2
+    lines = dra_report.report_lines(report)
+    at = lines.index('GPU waitlist: 2 seats in line')
+    assert lines[at + 1] == "  gpu.example.com: user03, user06; the next GPU about %s, when %s's lease ends" % (
+        board['line'][0]['estimate'], board['line'][0]['estimate_seat'])
     # A place in line is no pod waiting for a missing claim: no problem is reported for it.
     assert not [p for p in board['problems'] if 'gpu-a' in p['object'] or 'gpu-b' in p['object']]
 

@@ -764,6 +764,8 @@ def test_parse_feature_gates_last_setting_wins():
     ({'lease_default': 'soon'}, 'dralab_lease_default', "'soon' is not a duration"),
     ({'lease_max': '1x'}, 'dralab_lease_max', "'1x' is not a duration"),
     ({'lease_default': '9h'}, 'dralab_lease_default', "'9h' is longer than dralab_lease_max '8h'"),
+    ({'waitlist_turn': 'a minute'}, 'dralab_waitlist_turn', "'a minute' is not a duration"),
+    ({'waitlist_turn': '3s'}, 'dralab_waitlist_turn', "'3s' is shorter than 5s"),
 ])
 def test_bad_leases(changes, field, shown):
     assert shown in only_error(field, **changes)

@@ -16,7 +16,8 @@ import pytest
 from ansible_collections.dralab.workshop.plugins.module_utils.dra import collect as dra_collect
 from ansible_collections.dralab.workshop.plugins.module_utils.seat import waitlist
 from ansible_collections.dralab.workshop.plugins.module_utils.seat.reaper import reaper_plan
-from ansible_collections.dralab.workshop.plugins.module_utils.values import SEAT_LABEL, WAITLIST_GATE, format_time
+from ansible_collections.dralab.workshop.plugins.module_utils.values import (
+    MANAGED_BY, MANAGED_BY_LABEL, SEAT_LABEL, WAITLIST_GATE, format_time)
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / 'fixtures' / 'dra'
 NOW = datetime.datetime(2026, 10, 28, 10, 0, tzinfo=datetime.timezone.utc)
@@ -30,7 +31,7 @@ def at(minutes):
 
 
 def seat_ns(name):
-    return {'metadata': {'name': name, 'labels': {SEAT_LABEL: name}}}
+    return {'metadata': {'name': name, 'labels': {SEAT_LABEL: name, MANAGED_BY_LABEL: MANAGED_BY}}}
 
 
 def holding(seat, node, device, lease_ends_in):
@@ -294,3 +295,33 @@ def test_a_reset_of_some_seats_hands_their_gpus_to_the_line_in_order(lab):
     assert [(e['seat'], e['devices']) for e in result['give']] == [
         ('user25', [(DRIVER, 'node1', 'gpu-6')]), ('user26', [(DRIVER, 'node1', 'gpu-7')])]
     assert [(e['seat'], e['position']) for e in result['line']] == [('user27', 1)]
+
+
+def test_the_lab_line_says_whose_turn_it_is_and_who_waits_in_order(lab):
+    release(lab, 'user01')
+    lab['pods'] = [place('user26', 'gpu-b', -2), place('user25', 'gpu-a', -3), place('user27', 'gpu-c', -1)]
+    rows = waitlist.lab_line(lab, NOW, LEASE_MAX)
+    assert [(r['seat'], r['position'], r['estimate_seat']) for r in rows] == [
+        ('user25', 0, None), ('user26', 1, 'user02'), ('user27', 2, 'user03')]
+    # The lab line opens no turn: the keeper's own plan still gives user25 its GPU.
+    assert [e['seat'] for e in plan(lab)[0]['give']] == ['user25']
+
+
+def test_places_the_keeper_would_have_dropped_long_ago_say_it_is_not_running(lab):
+    lab['pods'] = [place('user25', 'gpu-a', -10, renewed=-3), place('user26', 'gpu-b', -9, renewed=-2.5),
+                   place('user27', 'gpu-c', -8)]
+    problems = waitlist.line_problems(lab, NOW)
+    assert len(problems) == 1
+    problem = problems[0]
+    assert problem['type'] == 'waitlist_not_kept' and problem['severity'] == 'error'
+    assert problem['pods'] == ['user25/gpu-a-holder', 'user26/gpu-b-holder']
+    assert problem['reason'].startswith('2 places in the GPU waitlist (user25 and user26) are still there 3m after')
+    assert 'systemctl status dralab-lease-reaper' in problem['reason']
+
+
+def test_a_place_just_past_its_renewal_is_the_keepers_to_drop_not_a_problem(lab):
+    # 75 s after its last renewal the keeper drops it on its next pass; only well beyond is the keeper silent.
+    lab['pods'] = [place('user25', 'gpu-a', -10, renewed=-1.5), place('user26', 'gpu-b', -9)]
+    assert waitlist.line_problems(lab, NOW) == []
+    lab['pods'] = [place('user25', 'gpu-a', -10, renewed=-2.5)]
+    assert [p['pods'] for p in waitlist.line_problems(lab, NOW)] == [['user25/gpu-a-holder']]
