@@ -100,7 +100,7 @@ def full_lab(control_plane, tool, keeper):
             proc.proc.kill()
 
 
-def test_each_waiting_seat_is_in_line_at_its_arrival_with_no_claim(control_plane, tool, full_lab):
+def test_each_waiting_seat_is_in_line_at_its_arrival_with_no_claim(control_plane, workshop, tool, full_lab):
     api = control_plane.api_client
     wait_for("the keeper to publish the six places",
              lambda: [r["seat"] for r in line(api)] == WAITERS, timeout=30)
@@ -116,6 +116,12 @@ def test_each_waiting_seat_is_in_line_at_its_arrival_with_no_claim(control_plane
     why = tool.show(tool.run("user25", "why"))
     assert why.rc == 3 and "You are next in line for" in why.stdout and "user24's lease ends" in why.stdout, \
         why.describe()
+    # The instructor's dra_health names the same line, and finds the keeper running.
+    health = workshop.health()
+    assert [(r["seat"], r["position"]) for r in health["waitlist"]] == [(s, n) for n, s in enumerate(WAITERS, 1)]
+    assert health["summary"]["waiting"] == len(WAITERS)
+    assert "GPU waitlist: 6 seats in line" in health["report_lines"]
+    assert not [p for p in health["problems"] if p["type"] == waitlist.NOT_KEPT], health["problems"]
 
 
 def test_a_seat_cannot_remove_its_own_waitlist_gate(control_plane, workshop, full_lab):

@@ -7,12 +7,14 @@ Debian's chromium-driver (tests/harness/board_browser.py: Selenium Manager downl
   GPU shows the seat within 2 s of the command's return;
 - the projector's view shows no seat password, no seat token and not the board's token, and every figure whole
   (tests/harness/board_browser.py: no line cut, clipped or spilling out of its tile at the projector's width);
+- a seat in the GPU waitlist (every GPU taken) is a row of the board's line, with its seat on the instructor's
+  view and without it on the projector's; dra_health names it; a GPU freed goes to it and the row goes;
 - a wrong token is refused (401, no board drawn);
 - health.yml's static snapshot, opened from disk, draws the 24 tiles from its own data;
 - the seat cards show one card per seat (seat, password, ssh line, board URL) and print (A4 PDF).
 
 Screenshots of each view go to $DRALAB_CACHE/lab/artifacts/screenshots/ (instructor.png, projector.png,
-refused.png, snapshot.png, seat-cards.png and seat-cards.pdf; printed at the end). Part of the molecule
+line.png, line-projector.png, refused.png, snapshot.png, seat-cards.png and seat-cards.pdf; printed at the end). Part of the molecule
 verifier (tests/lab); `make test-lab-board` runs it alone against the lab `make lab` left up.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,9 +32,10 @@ import pytest
 import yaml
 
 from board_browser import chromium, cut_text  # tests/harness/board_browser.py
-from conftest import ARTIFACTS, login, node_host, unit_installed
+from conftest import ARTIFACTS, HEALTH_PLAYBOOK, credentials, login, node_host, run_playbook, unit_installed, wait_for
 
 SEAT = "user02"
+FILL = "board-line-fill"  # the instructor's namespace of the claims that take every other GPU (no seat's)
 GPUS = 24
 LATENCY = 2.0
 SHOTS = ARTIFACTS / "screenshots"
@@ -152,6 +156,96 @@ def test_the_projectors_view_shows_no_secret(browser, seat):
     assert not leaked, f"the projector's view shows {leaked}"
     browser.save_screenshot(str(SHOTS / "projector.png"))
     assert cut_text(browser) == [], "the projector's view cuts what it shows (screenshots/projector.png)"
+
+
+def free_gpus(custom) -> dict[str, int]:
+    """{node: GPUs of the example driver that no claim holds}."""
+    published = {}
+    for item in custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")["items"]:
+        if item["spec"].get("driver") == "gpu.example.com":
+            for device in item["spec"].get("devices") or []:
+                published[(item["spec"]["pool"]["name"], device["name"])] = item["spec"].get("nodeName")
+    for claim in custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceclaims")["items"]:
+        for result in (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []:
+            published.pop((result["pool"], result["device"]), None)
+    counts: dict[str, int] = {}
+    for node in published.values():
+        counts[node] = counts.get(node, 0) + 1
+    return counts
+
+
+def fill_every_gpu(core, custom):
+    """The instructor takes every free GPU: per node a claim of all its free GPUs and a pod that holds it."""
+    from kubernetes import client
+
+    image = json.loads(node_host("cp1").file("/etc/dralab/can-has-gpu.json").content_string)["holder_image"]
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=FILL)))
+    for node, count in sorted(free_gpus(custom).items()):
+        name = f"fill-{node}"
+        custom.create_namespaced_custom_object("resource.k8s.io", "v1", FILL, "resourceclaims", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": count}}]}}})
+        core.create_namespaced_pod(FILL, {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": 0,
+                     "resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
+                     "containers": [{"name": "hold", "image": image, "command": ["sleep", "3600"],
+                                     "resources": {"claims": [{"name": "gpu"}]}}]}})
+    wait_for("every GPU taken", lambda: not free_gpus(custom), timeout=120)
+
+
+def line_rows(driver) -> list[str]:
+    from selenium.webdriver.common.by import By
+
+    return [row.text for row in driver.find_elements(By.CSS_SELECTOR, "#line tr[data-line]")]
+
+
+def test_a_seat_in_line_is_on_the_board_and_gets_the_next_gpu(browser, core, custom, seat):
+    """Every GPU taken (user02's and the instructor's), another seat runs `can-has-gpu reserve` over SSH and waits in
+    line: the instructor's view shows its row with the seat, the projector's without; dra_health names the line;
+    a GPU freed is the seat's, and the row is gone."""
+    from kubernetes import client
+    from selenium.webdriver.common.by import By
+
+    waiting_seat = next(s for s in sorted(credentials()) if s != SEAT)
+    waiter = login(waiting_seat)
+    waiter.run("can-has-gpu release --all")
+    answer: dict = {}
+    try:
+        fill_every_gpu(core, custom)
+        thread = threading.Thread(target=lambda: answer.update(
+            zip(("rc", "out", "err"), waiter.run("can-has-gpu reserve --for 5m", timeout=300))), daemon=True)
+        thread.start()
+        browser.get(board_info()["instructor_url"] + "?token=" + token())
+        row = wait(browser, f"{waiting_seat} in the board's line",
+                   lambda d: [r for r in line_rows(d) if waiting_seat in r and "#1" in r], 60)
+        assert "gpu.example.com" in row[0], row
+        browser.save_screenshot(str(SHOTS / "line.png"))
+        proc = run_playbook(HEALTH_PLAYBOOK, "-e", json.dumps({"health_json_path": str(SHOTS / "health-line.json"),
+                                                              "health_options": {"fail_on_unhealthy": False}}))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+        report = json.loads((SHOTS / "health-line.json").read_text())
+        assert [(r["seat"], r["position"]) for r in report["waitlist"]] == [(waiting_seat, 1)], report["waitlist"]
+        assert any(line.startswith("  gpu.example.com: " + waiting_seat) for line in report["report_lines"])
+        browser.get(board_info()["url"])
+        public = wait(browser, "the line on the projector's view", line_rows, 30)
+        section = browser.find_element(By.ID, "line").get_attribute("innerHTML")
+        assert public and "#1" in public[0] and waiting_seat not in section, section  # the room sees no one's place
+        browser.save_screenshot(str(SHOTS / "line-projector.png"))
+        first = sorted(pod.metadata.name for pod in core.list_namespaced_pod(FILL).items)[0]
+        core.delete_namespaced_pod(first, FILL, grace_period_seconds=0)  # the claim is freed when its pod is gone
+        custom.delete_namespaced_custom_object("resource.k8s.io", "v1", FILL, "resourceclaims", first)
+        thread.join(timeout=240)
+        assert answer.get("rc") == 0 and "Reserved" in answer.get("out", ""), answer
+        print(f"\n[board] {waiting_seat} waited in line, then: {answer['out'].strip().splitlines()[-1]}",
+              file=sys.stderr)
+        browser.get(board_info()["instructor_url"] + "?token=" + token())
+        wait(browser, "the line empty again", lambda d: "Nobody waits in line." in d.page_source and not line_rows(d), 30)
+    finally:
+        core.delete_namespace(FILL, body=client.V1DeleteOptions(grace_period_seconds=0))
+        waiter.run("can-has-gpu release --all")
+        waiter.close()
 
 
 def test_a_wrong_token_is_refused(browser):

@@ -8,6 +8,7 @@ verifier runs the one most likely to regress, the killed kubelet plugin):
 - worker1's ResourceSlice deleted;
 - kubelet restarted on worker1 while a pod holds a claim there;
 - containerd restarted on worker1 while a pod holds a claim there;
+- the lease reaper stopped on cp1: heal.yml starts it;
 - the API server stopped (its static pod manifest moved away): health.yml, users.yml, reset.yml and
   board.yml fail fast with one sentence, having changed nothing; heal.yml brings it back.
 
@@ -205,6 +206,22 @@ def test_restarted_node_service_keeps_running_work(core, custom, fault_ns, servi
     assert claim_pod(core, custom, after).startswith("gpu-")
     release(core, custom, after)
     release(core, custom, holder)
+
+
+@pytest.mark.faults
+def test_stopped_lease_reaper_is_started_by_heal():
+    """The lease reaper (the GPU waitlist's keeper, the end of every lease) stopped on cp1: heal.yml starts it,
+    and a second heal.yml changes nothing."""
+    cp1 = node_host("cp1")
+    node_run("cp1", "systemctl stop dralab-lease-reaper")
+    assert not cp1.service("dralab-lease-reaper").is_running
+    start = time.monotonic()
+    run_heal()
+    assert cp1.service("dralab-lease-reaper").is_running, "heal.yml did not start the lease reaper"
+    print(f"\n[faults] lease reaper stopped on cp1: heal.yml started it ({time.monotonic() - start:.0f}s)",
+          file=sys.stderr)
+    again = parse_recap(run_heal().stdout)
+    assert all(host["changed"] == 0 for host in again.values()), again
 
 
 REBOOTED = "worker2"
