@@ -60,8 +60,9 @@ def build(objects, now=None, board=None, report_events=True, lease_max=None, **o
         return dra_health.analyze(events=events, now=now, explanations=by_claim, claim_templates=templates,
                                   **dict(cluster, **judgement))
 
-    line = waitlist.lab_line(cluster, now, lease_max)
-    line_problems = waitlist.line_problems(cluster, now)
+    seats = waitlist.seat_namespaces(cluster['namespaces'])
+    line = waitlist.lab_line(cluster, now, lease_max, seats)
+    line_problems = waitlist.line_problems(cluster, now, seats)
 
     def with_line(analysed):
         analysed = dict(analysed, waitlist=line, summary=dict(analysed['summary'], waiting=len(line)))

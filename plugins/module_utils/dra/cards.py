@@ -149,11 +149,6 @@ def profile_problems(name, card):
     return problems
 
 
-def placement_slices(item, start):
-    """The memory slices a placement of a MIG profile takes."""
-    return tuple(range(start, start + item['size']))
-
-
 # The real driver's names (kubernetes-sigs/dra-driver-nvidia-gpu @95932046, cmd/gpu-kubelet-plugin: deviceinfo.go
 # GpuInfo.Attributes and CanonicalName, mig.go CommonAttributesMig, CommonCapacitiesMig and ToCanonicalName,
 # partitions.go counter sets; its chart's deviceclass-gpu.yaml and deviceclass-mig.yaml).
@@ -226,10 +221,10 @@ def semver(version):
 def card_devices(card, minor, uuid, pci_bus_id, pcie_root, partitionable=False):
     """What a node publishes for one card, as plain data: {'devices': [...], 'counter_sets': [...]}.
 
-    Each device: name, attributes ({name: value}; versions as 'version' values), capacities ({name: int}) and,
-    with partitionable MIG, consumes ({counter: int} from counter_set_name(minor)). The full GPU is type 'gpu' with
-    its uuid; every MIG placement is a device of type 'mig' with parentUUID and profile. Without partitionable,
-    the full GPU alone (MIG devices exist only as placements that consume the card's counters)."""
+    Each device: name, attributes ({name: value}; the versions written as semver strings), capacities ({name:
+    int}) and, with partitionable MIG, consumes ({counter: int} from counter_set_name(minor)). The full GPU is type
+    'gpu' with its uuid; with partitionable, every MIG placement is a device too, of type 'mig' with parentUUID and
+    profile, and the card has its counter set. Without it, the full GPU is the card's only device."""
     shared = card_attributes(card, pci_bus_id, pcie_root)
     full = {'name': 'gpu-%d' % minor, 'attributes': dict(shared, type='gpu', uuid=uuid),
             'capacities': card_capacities(card, partitionable)}
@@ -239,11 +234,11 @@ def card_devices(card, minor, uuid, pci_bus_id, pcie_root, partitionable=False):
     full['consumes'] = dict(total)
     devices = [full]
     for item in card['mig']:
+        capacities = mig_capacities(item)
         for start in item['placements']:
             devices.append({'name': mig_device_name(minor, item, start),
                             'attributes': dict(shared, type='mig', parentUUID=uuid, profile=item['name']),
-                            'capacities': mig_capacities(item),
-                            'consumes': counters(mig_capacities(item), start, item['size'])})
+                            'capacities': capacities, 'consumes': counters(capacities, start, item['size'])})
     return {'devices': devices, 'counter_sets': [{'name': counter_set_name(minor), 'counters': total}]}
 
 

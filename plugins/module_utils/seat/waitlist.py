@@ -258,11 +258,12 @@ def line_problems(objects, now, seats=None):
     oldest = max((now - e['renewed']).total_seconds() for e in silent)
     names = sorted(set(e['seat'] for e in silent))
     shown = names[:SHOWN_SEATS] + (['%d more' % (len(names) - SHOWN_SEATS)] if len(names) > SHOWN_SEATS else [])
-    reason = ('%s in the GPU waitlist (%s) %s still there %s after its last renewal, but the keeper drops a place '
+    reason = ('%s in the GPU waitlist (%s) %s still there %s after %s last renewal, but the keeper drops a place '
               '%ds after it: the keeper (the lease reaper) is not running, so no seat in line gets a turn. Run '
               '`sudo systemctl status dralab-lease-reaper` and `journalctl -u dralab-lease-reaper` on the first '
               'control-plane node, and `sudo systemctl restart dralab-lease-reaper` there'
               % (plural(len(silent), 'place'), join_names(shown),
-                 'is' if len(silent) == 1 else 'are', format_age(oldest), STALE_SECONDS))
+                 'is' if len(silent) == 1 else 'are', format_age(oldest), 'its' if len(silent) == 1 else 'their',
+                 STALE_SECONDS))
     return [{'type': NOT_KEPT, 'severity': ERROR, 'object': 'GPU waitlist', 'reason': reason,
              'pods': ['%s/%s' % (e['namespace'], e['pod']) for e in silent]}]
